@@ -1,0 +1,120 @@
+/* init.c: process and thread life cycle. sm_init() runs once, on the first slow-path call,
+ * whichever thread makes it, before main if need be; it never allocates: no dlsym, no stdio,
+ * options read by walking environ. Then, with the engine ready (so that a malloc they may make
+ * works), it registers the fork handlers and the thread-exit key.
+ * fork: prepare takes every lock (orphan -> caches -> pages -> large); parent and child release
+ * them. The child keeps the forking thread's cache; other threads' caches and active slabs are
+ * simply never used again (their objects stay allocated in the child).
+ * Thread exit: the key's destructor hands the thread's objects and active slabs back and marks
+ * the thread dead; later calls from it use the orphan cache (alloc.c). */
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct sm_global sm_g;
+__thread struct tcache sm_tc TLS_IE;
+
+static sm_lock_t init_lock;
+static pthread_key_t exit_key;
+static int exit_key_ok;
+static int opt_stats;
+
+extern char **environ;
+
+/* The value of NAME in the environment, or NULL; no allocation. */
+static const char *env(const char *name)
+{
+	size_t n = strlen(name);
+	if (!environ)
+		return NULL;
+	for (char **e = environ; *e; e++)
+		if (!strncmp(*e, name, n) && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
+
+static void thread_exit(void *arg)
+{
+	struct tcache *tc = arg;
+	sm_thread_teardown(tc);
+	tc->state = T_DEAD;
+}
+
+static void fork_prepare(void)
+{
+	sm_orphan_lock_all();
+	sm_caches_lock_all();
+	sm_region_lock_all();
+	sm_large_lock_all();
+}
+
+static void fork_parent(void)
+{
+	sm_large_unlock_all(false);
+	sm_region_unlock_all(false);
+	sm_caches_unlock_all(false);
+	sm_orphan_unlock_all(false);
+}
+
+static void fork_child(void)
+{
+	sm_large_unlock_all(true);
+	sm_region_unlock_all(true);
+	sm_caches_unlock_all(true);
+	sm_orphan_unlock_all(true);
+}
+
+__attribute__((destructor)) static void at_exit_stats(void)
+{
+	if (opt_stats)
+		sm_stats_print(2);
+}
+
+void sm_init(void)
+{
+	if (__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE))
+		return;
+	sm_lock(&init_lock);
+	if (sm_g.ready) {
+		sm_unlock(&init_lock);
+		return;
+	}
+	sm_os_random(&sm_g.secret, sizeof sm_g.secret);
+	sm_sizeclass_init();
+	for (unsigned i = 0; i < NCLASS; i++) {
+		char name[32] = "kmalloc-";
+		unsigned sz = sm_class_size(i), k = 8;
+		char digits[12];
+		int d = 0;
+		do
+			digits[d++] = (char)('0' + sz % 10);
+		while ((sz /= 10) && d < 11);
+		while (d)
+			name[k++] = digits[--d];
+		name[k] = 0;
+		sm_cache_setup(&sm_g.caches[i], name, sm_class_size(i), (uint16_t)i);
+	}
+	const char *v = env("SLUBMALLOC_STATS");
+	opt_stats = v && *v && *v != '0';
+	__atomic_store_n(&sm_g.ready, 1, __ATOMIC_RELEASE);
+	sm_unlock(&init_lock);
+
+	/* the engine works from here: these may allocate */
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
+}
+
+void sm_thread_start(struct tcache *tc)
+{
+	sm_init();
+	sm_thread_setup(tc);
+	if (exit_key_ok)
+		pthread_setspecific(exit_key, tc);
+}
+
+__attribute__((constructor)) static void init_at_load(void)
+{
+	sm_init();
+}

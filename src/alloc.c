@@ -1,0 +1,183 @@
+/* alloc.c: the slow halves of the malloc family: first calls, large sizes, aligned requests,
+ * calloc/realloc, the checks that turn a bad pointer into a report, and the orphan cache.
+ * Contract (glibc 2.36's): failures return NULL with errno ENOMEM (EINVAL for a bad
+ * alignment), free preserves errno, realloc(p, 0) frees p and returns NULL.
+ * The orphan cache is a struct tcache shared under orphan_lock by threads whose exit
+ * destructor already ran (glibc frees and allocates a little after that). */
+#include <errno.h>
+#include <string.h>
+
+#include "fastpath.h"
+#include "internal.h"
+
+static sm_lock_t orphan_lock;
+static struct tcache orphan;
+
+static void *pop(struct tfree *t)
+{
+	void *p = t->head;
+	t->head = fp_get(p);
+	t->count--;
+	return p;
+}
+
+static void *alloc_orphan(unsigned cls)
+{
+	sm_lock(&orphan_lock);
+	if (orphan.state == T_NEW)
+		sm_thread_setup(&orphan);
+	void *p = orphan.cls[cls].head ? pop(&orphan.cls[cls]) : sm_refill(&orphan, cls);
+	sm_unlock(&orphan_lock);
+	return p;
+}
+
+static void *alloc_class(unsigned cls)
+{
+	struct tcache *tc = &sm_tc;
+	if (unlikely(tc->state != T_LIVE)) {
+		if (tc->state == T_DEAD)
+			return alloc_orphan(cls);
+		sm_thread_start(tc);
+	}
+	struct tfree *t = &tc->cls[cls];
+	void *p = t->head ? pop(t) : sm_refill(tc, cls);
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
+void *sm_alloc_slow(size_t size)
+{
+	if (unlikely(!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE)))
+		sm_init();
+	if (size > MAX_SMALL)
+		return sm_large_alloc(size, 0, false);
+	return alloc_class(sm_size_to_class(size));
+}
+
+void sm_free_slow(void *p)
+{
+	if (!p)
+		return;
+	int saved = errno;
+	uintptr_t a = (uintptr_t)p;
+	if (region_is_ours(a)) {
+		struct slab *s = slab_of(a);
+		if (!s || slab_index(s, a) == UINT32_MAX)
+			sm_fatal("invalid free", p, "(not the start of an object of slubmalloc)");
+		struct tcache *tc = &sm_tc;
+		struct tfree *t = &tc->cls[s->cls];
+		if (t->head == p)
+			sm_fatal("double free", p, s->cache->name);
+		if (s->cls >= NCLASS || tc->state == T_DEAD) {
+			sm_free_to_slab(s, p);
+		} else {
+			if (tc->state == T_NEW)
+				sm_thread_start(tc);
+			if (t->count >= t->limit)
+				sm_flush(tc, s->cls, t->limit / 2);
+			fp_set(p, t->head);
+			t->head = p;
+			t->count++;
+		}
+	} else if (!sm_large_free(p)) {
+		sm_fatal("invalid free", p, "(not allocated by slubmalloc)");
+	}
+	errno = saved;
+}
+
+/* Usable size of p, reporting and aborting when p is not a live block of ours. */
+size_t sm_usable_size(const void *p)
+{
+	if (!p)
+		return 0;
+	uintptr_t a = (uintptr_t)p;
+	if (region_is_ours(a)) {
+		struct slab *s = slab_of(a);
+		if (!s || slab_index(s, a) == UINT32_MAX)
+			sm_fatal("malloc_usable_size", p, "(not the start of an object of slubmalloc)");
+		return s->size;
+	}
+	size_t n = sm_large_usable(p);
+	if (!n)
+		sm_fatal("malloc_usable_size", p, "(not allocated by slubmalloc)");
+	return n;
+}
+
+/* free_sized / sized delete: the size given must fit the block. */
+void sm_free_sized(void *p, size_t size)
+{
+	if (p && size > sm_usable_size(p))
+		sm_fatal("sized free", p, "(size larger than the block)");
+	sm_free_fast(p);
+}
+
+void *sm_calloc(size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total))
+		return errno = ENOMEM, NULL;
+	if (total > MAX_SMALL) {
+		if (unlikely(!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE)))
+			sm_init();
+		return sm_large_alloc(total, 0, true);
+	}
+	void *p = sm_alloc_fast(total);
+	if (p)
+		memset(p, 0, total);
+	return p;
+}
+
+void *sm_realloc(void *p, size_t size)
+{
+	if (!p)
+		return sm_alloc_fast(size);
+	if (size == 0) {
+		sm_free_fast(p);
+		return NULL;
+	}
+	size_t old = sm_usable_size(p);
+	if (size <= old && (size > old / 2 || old <= MIN_ALIGN))
+		return p;
+	if (old > MAX_SMALL && size > MAX_SMALL) {
+		void *q = sm_large_realloc(p, size);
+		if (q)
+			return q;
+	}
+	void *q = sm_alloc_fast(size);
+	if (!q)
+		return NULL;
+	memcpy(q, p, old < size ? old : size);
+	sm_free_fast(p);
+	return q;
+}
+
+/* memalign's rules in glibc 2.36: an alignment that is not a power of two is rounded up. */
+void *sm_memalign(size_t align, size_t size)
+{
+	if (align <= MIN_ALIGN)
+		return sm_alloc_fast(size);
+	if (align > SIZE_MAX / 2 + 1)
+		return errno = EINVAL, NULL;
+	if (align & (align - 1))
+		align = 1UL << (64 - __builtin_clzll(align));
+	if (size > PTRDIFF_MAX)
+		return errno = ENOMEM, NULL;
+	if (unlikely(!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE)))
+		sm_init();
+	unsigned cls = sm_class_for_align(size, align);
+	if (cls < NCLASS)
+		return alloc_class(cls);
+	return sm_large_alloc(size, align, false);
+}
+
+void sm_orphan_lock_all(void)
+{
+	sm_lock(&orphan_lock);
+}
+
+void sm_orphan_unlock_all(bool reinit)
+{
+	(void)reinit;
+	sm_unlock(&orphan_lock);
+}

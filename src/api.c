@@ -1,0 +1,9 @@
+/* api.c: the public slubmalloc.h functions that are not part of the malloc family. */
+#include "slubmalloc.h"
+
+#include "internal.h"
+
+SM_EXPORT void slub_stats_print(int fd)
+{
+	sm_stats_print(fd);
+}

@@ -1,0 +1,46 @@
+/* arch_x86_64.h: the processor layer: the 16-byte compare-and-swap (lock cmpxchg16b), pause,
+ * the TSC, and branch hints. Nothing here calls the OS.
+ * Invariant: a word given to cas16() is 16-byte aligned (else the CPU raises #GP). */
+#ifndef SM_ARCH_X86_64_H
+#define SM_ARCH_X86_64_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Two 64-bit halves updated together: a slab's {freelist, counters}. */
+typedef union dword {
+	struct {
+		uint64_t lo;
+		uint64_t hi;
+	};
+	unsigned __int128 whole;
+} __attribute__((aligned(16))) dword_t;
+
+/* Atomically: if *w == *old then *w = new and return true; else *old = *w and return false.
+ * Inline asm rather than __atomic (which would call libatomic for 16 bytes). */
+static inline bool cas16(dword_t *w, dword_t *old, dword_t new)
+{
+	bool ok;
+	__asm__ __volatile__("lock cmpxchg16b %1"
+			     : "=@ccz"(ok), "+m"(w->whole), "+a"(old->lo), "+d"(old->hi)
+			     : "b"(new.lo), "c"(new.hi)
+			     : "memory");
+	return ok;
+}
+
+static inline void cpu_relax(void)
+{
+	__asm__ __volatile__("pause" ::: "memory");
+}
+
+static inline uint64_t rdtsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+#endif

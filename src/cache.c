@@ -1,0 +1,362 @@
+/* cache.c: the heart of the engine: refilling and flushing thread caches, the slabs' shared
+ * freelists, partial lists and empty slabs. SLUB's design in user space.
+ *
+ * DATA STRUCTURES
+ *   thread (TLS, struct tcache)          cache (one per size class)       slab (in region header)
+ *   cls[c].head -> o -> o -> NULL         lock                             start, size, objects
+ *   cls[c].count, .limit                  partial <-> slab <-> slab        carved (owner only)
+ *   active[c] ----------------------------------------------------------> word = {freelist,
+ *                                                                                 counters}
+ *   A thread's freelist for class c holds objects of any slabs of c (its active slab's and
+ *   others'), at most `limit` of them; objects on it count as "in use" for their slabs.
+ *
+ * THE SHARED WORD: slab->word = { lo: freelist head, hi: counters = inuse (bits 0-31) |
+ *   frozen (bit 32) }, 16-byte aligned, changed only with cas16() (lock cmpxchg16b).
+ *   inuse counts objects that are not on the slab's shared freelist and, unless the slab is
+ *   frozen, not untouched (objects [carved, objects) are held by the owner while frozen).
+ *   Only two operations change a shared freelist lock-free, so none can suffer ABA:
+ *     push a chain (any thread):   {f, c} -> {head (tail->next = f), c - n}      sm_push_chain
+ *     take it all (the owner):     {f, c} -> {NULL, frozen | objects}            take_all
+ *   The other CASes change only counters or freeze: freeze from the partial list (take all +
+ *   set frozen, under the cache lock), unfreeze a full slab ({NULL, frozen|objects} ->
+ *   {NULL, objects}) and unfreeze at thread exit (under the cache lock).
+ *
+ * SLAB STATES (the one thread whose CAS makes a transition carries it out)
+ *   state        who pops                  where frees go                       which list
+ *   active       owner thread, via take-all any thread: shared list (push)      none
+ *   (frozen)     into its thread freelist   (owner: its thread freelist first)
+ *   partial      a thread that freezes it   shared list (push)                   cache partial
+ *   full         nobody                     push; the first one: -> partial      none
+ *   empty        -                          -                                    partial (up to
+ *                                                                  EMPTY_RESERVE), else freed
+ *   A push that would change the list state of an unfrozen slab (full -> partial, anything ->
+ *   empty) takes the cache lock before its CAS, as SLUB does, so list changes happen in the
+ *   order of the CASes that decided them. Freezing from the partial list also holds the lock.
+ *
+ * WHO WRITES WHAT
+ *   tcache: its thread only (plain loads and stores; no atomics on the fastpath).
+ *   slab line 0: fixed at creation; carved by the freezing owner; next/prev/on_partial under
+ *   the cache lock. slab->word: cas16 only. cache partial/nr_*: under the cache lock.
+ *   region free_mask/map/list: under the page lock (region.c).
+ * LOCK ORDER: cache lock -> page lock. Large and orphan locks are never nested with them.
+ */
+#include <sched.h>
+#include <string.h>
+
+#include "internal.h"
+
+void sm_lock_slow(sm_lock_t *l)
+{
+	for (unsigned spins = 0;; spins++) {
+		while (__atomic_load_n(&l->locked, __ATOMIC_RELAXED)) {
+			if (spins++ < 64)
+				cpu_relax();
+			else
+				sched_yield();
+		}
+		if (!__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE))
+			return;
+	}
+}
+
+static inline dword_t word_read(struct slab *s)
+{
+	dword_t w;
+	w.lo = __atomic_load_n(&s->word.lo, __ATOMIC_RELAXED);
+	w.hi = __atomic_load_n(&s->word.hi, __ATOMIC_RELAXED);
+	return w; /* may be torn: every user validates it with cas16 */
+}
+
+/* ---- partial list: circular, partially used slabs at the head, empty ones at the tail ---- */
+static void partial_add(struct cache *c, struct slab *s, bool at_tail)
+{
+	struct slab *h = c->partial;
+	if (!h) {
+		s->next = s->prev = s;
+		c->partial = s;
+	} else {
+		s->next = h;
+		s->prev = h->prev;
+		h->prev->next = s;
+		h->prev = s;
+		if (!at_tail)
+			c->partial = s;
+	}
+	s->on_partial = 1;
+	c->nr_partial++;
+}
+
+static void partial_remove(struct cache *c, struct slab *s)
+{
+	if (s->next == s) {
+		c->partial = NULL;
+	} else {
+		s->prev->next = s->next;
+		s->next->prev = s->prev;
+		if (c->partial == s)
+			c->partial = s->next;
+	}
+	s->on_partial = 0;
+	c->nr_partial--;
+}
+
+/* An unfrozen slab just reached inuse == 0 (cache lock held). Keep it as a reserve, or unlist
+ * it and return true: the caller frees its pages after dropping the lock. */
+static bool slab_became_empty(struct cache *c, struct slab *s)
+{
+	if (c->nr_empty < EMPTY_RESERVE) {
+		if (s->on_partial)
+			partial_remove(c, s);
+		partial_add(c, s, true);
+		c->nr_empty++;
+		return false;
+	}
+	if (s->on_partial)
+		partial_remove(c, s);
+	return true;
+}
+
+static void slab_release(struct cache *c, struct slab *s)
+{
+	__atomic_fetch_sub(&c->nr_slabs, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&sm_stat_slabs_freed, 1, __ATOMIC_RELAXED);
+	sm_pages_free(s);
+}
+
+/* Push the chain head..tail (n objects of s, linked with fp_set) onto s's shared freelist. */
+void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n)
+{
+	struct cache *c = s->cache;
+	bool locked = false, was_full, frozen;
+	dword_t old = word_read(s), new;
+	for (;;) {
+		uint32_t inuse = SLAB_INUSE(old.hi);
+		if (unlikely(inuse < n))
+			sm_fatal("double free", head, "(slab has fewer objects in use than freed)");
+		fp_set(tail, (void *)old.lo);
+		new.lo = (uintptr_t)head;
+		new.hi = old.hi - n;
+		frozen = old.hi & SLAB_FROZEN;
+		was_full = inuse == s->objects;
+		if (!frozen && (was_full || inuse == n) && !locked) {
+			sm_lock(&c->lock);
+			locked = true;
+			old = word_read(s);
+			continue;
+		}
+		if (cas16(&s->word, &old, new))
+			break;
+	}
+	if (!locked)
+		return;
+	bool release = false;
+	if (!frozen) {
+		if (SLAB_INUSE(new.hi) == 0)
+			release = slab_became_empty(c, s);
+		else if (was_full)
+			partial_add(c, s, false);
+	}
+	sm_unlock(&c->lock);
+	if (release)
+		slab_release(c, s);
+}
+
+void sm_free_to_slab(struct slab *s, void *obj)
+{
+	sm_push_chain(s, obj, obj, 1);
+}
+
+/* The owner takes the whole shared freelist of its frozen slab s. */
+static void *take_all(struct slab *s, uint32_t *n)
+{
+	dword_t old = word_read(s), new;
+	do {
+		if (!old.lo)
+			return NULL;
+		new.lo = 0;
+		new.hi = SLAB_FROZEN | s->objects;
+	} while (!cas16(&s->word, &old, new));
+	*n = s->objects - SLAB_INUSE(old.hi);
+	return (void *)old.lo;
+}
+
+/* Unfreeze the owner's exhausted slab (nothing shared, nothing untouched): it becomes full and
+ * unlisted. False when a remote free got in first (take it instead). */
+static bool unfreeze_full(struct slab *s)
+{
+	dword_t old = {.lo = 0, .hi = SLAB_FROZEN | s->objects};
+	dword_t new = {.lo = 0, .hi = s->objects};
+	return cas16(&s->word, &old, new);
+}
+
+/* Take a slab off the partial list and freeze it: its shared freelist becomes *head. */
+static struct slab *freeze_partial(struct cache *c, void **head, uint32_t *n)
+{
+	if (!__atomic_load_n(&c->partial, __ATOMIC_RELAXED))
+		return NULL;
+	sm_lock(&c->lock);
+	struct slab *s = c->partial;
+	if (!s) {
+		sm_unlock(&c->lock);
+		return NULL;
+	}
+	partial_remove(c, s);
+	dword_t old = word_read(s), new;
+	do {
+		new.lo = 0;
+		new.hi = SLAB_FROZEN | s->objects;
+	} while (!cas16(&s->word, &old, new));
+	if (SLAB_INUSE(old.hi) == 0)
+		c->nr_empty--;
+	sm_unlock(&c->lock);
+	*head = (void *)old.lo;
+	*n = s->carved - SLAB_INUSE(old.hi);
+	return s;
+}
+
+/* The thread's freelist for cls is empty: fill it from the active slab (its remote frees
+ * first, then untouched objects), else from a partial slab, else from a new slab. Returns one
+ * object for the caller, or NULL (ENOMEM). */
+void *sm_refill(struct tcache *tc, unsigned cls)
+{
+	struct cache *c = &sm_g.caches[cls];
+	struct tfree *t = &tc->cls[cls];
+	void *head = NULL, *tail;
+	uint32_t n = 0;
+	for (;;) {
+		struct slab *s = tc->active[cls];
+		if (s) {
+			if ((head = take_all(s, &n)))
+				break;
+			if ((head = sm_slab_carve(s, c->limit / 2 + 1, &tail, &n)))
+				break;
+			if (!unfreeze_full(s))
+				continue;
+			tc->active[cls] = NULL;
+		}
+		s = freeze_partial(c, &head, &n);
+		if (!s && !(s = sm_slab_new(c)))
+			return NULL;
+		tc->active[cls] = s;
+		if (head)
+			break;
+	}
+	t->head = fp_get(head);
+	t->count = n - 1;
+	return head;
+}
+
+/* A group of objects of one slab, chained, on its way back (the detached freelist). */
+struct group {
+	struct slab *s;
+	void *head, *tail;
+	uint32_t n;
+};
+
+/* Return a chain of objects of any slabs to their slabs: one push per slab group. */
+void sm_free_chain(void *o)
+{
+	struct group g[FLUSH_GROUPS];
+	unsigned ng = 0, last = 0;
+	while (o) {
+		void *next = fp_get(o);
+		struct slab *s = slab_of((uintptr_t)o);
+		unsigned i = last;
+		if (ng == 0 || g[i].s != s) {
+			for (i = 0; i < ng && g[i].s != s; i++)
+				;
+			if (i == ng) {
+				if (ng == FLUSH_GROUPS) {
+					for (unsigned k = 0; k < ng; k++)
+						sm_push_chain(g[k].s, g[k].head, g[k].tail, g[k].n);
+					ng = i = 0;
+				}
+				g[ng++] = (struct group){.s = s, .head = NULL, .tail = o, .n = 0};
+			}
+			last = i;
+		}
+		fp_set(o, g[i].head);
+		g[i].head = o;
+		g[i].n++;
+		o = next;
+	}
+	for (unsigned k = 0; k < ng; k++)
+		sm_push_chain(g[k].s, g[k].head, g[k].tail, g[k].n);
+}
+
+/* Keep the first `keep` objects (the most recently freed, hot ones) of the thread's freelist,
+ * return the rest to their slabs. */
+void sm_flush(struct tcache *tc, unsigned cls, uint32_t keep)
+{
+	struct tfree *t = &tc->cls[cls];
+	void *rest = t->head;
+	if (keep == 0) {
+		t->head = NULL;
+	} else {
+		void *o = t->head;
+		for (uint32_t i = 1; i < keep && o; i++)
+			o = fp_get(o);
+		if (!o)
+			return;
+		rest = fp_get(o);
+		fp_set(o, NULL);
+	}
+	t->count = keep < t->count ? keep : t->count;
+	sm_free_chain(rest);
+}
+
+void sm_thread_setup(struct tcache *tc)
+{
+	for (unsigned i = 0; i < NCLASS; i++)
+		tc->cls[i].limit = sm_g.caches[i].limit;
+	tc->state = T_LIVE;
+}
+
+/* Hand the active slab back at thread exit: unfreeze it; it goes where its state says. */
+static void unfreeze_active(struct slab *s)
+{
+	struct cache *c = s->cache;
+	uint32_t untouched = s->objects - s->carved;
+	sm_lock(&c->lock);
+	dword_t old = word_read(s), new;
+	do {
+		new.lo = old.lo;
+		new.hi = (old.hi & ~SLAB_FROZEN) - untouched;
+	} while (!cas16(&s->word, &old, new));
+	bool release = false;
+	if (SLAB_INUSE(new.hi) == 0)
+		release = slab_became_empty(c, s);
+	else if (new.lo || untouched)
+		partial_add(c, s, false);
+	sm_unlock(&c->lock);
+	if (release)
+		slab_release(c, s);
+}
+
+/* Thread exit: every cached object goes back to its slab, every active slab is unfrozen.
+ * Objects other threads still hold stay reachable through their slabs' shared lists. */
+void sm_thread_teardown(struct tcache *tc)
+{
+	for (unsigned i = 0; i < NCLASS; i++) {
+		sm_flush(tc, i, 0);
+		tc->cls[i].limit = 0;
+	}
+	for (unsigned i = 0; i < NCLASS; i++) {
+		if (tc->active[i])
+			unfreeze_active(tc->active[i]);
+		tc->active[i] = NULL;
+	}
+}
+
+void sm_caches_lock_all(void)
+{
+	for (unsigned i = 0; i < NCLASS; i++)
+		sm_lock(&sm_g.caches[i].lock);
+}
+
+void sm_caches_unlock_all(bool reinit)
+{
+	(void)reinit; /* the child's lock words are plain ints: unlocking is re-initialising */
+	for (unsigned i = 0; i < NCLASS; i++)
+		sm_unlock(&sm_g.caches[i].lock);
+}

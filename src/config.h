@@ -1,0 +1,35 @@
+/* config.h: every constant of the engine, each with a one-line reason.
+ * Invariants: REGION_SIZE is a power of two and every region is aligned to it; a slab page is
+ * REGION_SIZE / REGION_PAGES bytes and page 0 of each region holds that region's header. */
+#ifndef SM_CONFIG_H
+#define SM_CONFIG_H
+
+#define REGION_SHIFT 22                         /* 4 MiB regions, aligned to their size */
+#define REGION_SIZE (1UL << REGION_SHIFT)
+#define SPAGE_SHIFT 16                          /* 64 KiB slab pages: slabs are 1..4 of them */
+#define SPAGE_SIZE (1UL << SPAGE_SHIFT)
+#define REGION_PAGES (REGION_SIZE / SPAGE_SIZE) /* 64: one bit each in region->free_mask */
+#define SLAB_MAX_PAGES 4                        /* a slab spans at most 256 KiB */
+#define ADDR_BITS 47                            /* user address space on x86-64 (4-level) */
+#define NREGION_SLOTS (1UL << (ADDR_BITS - REGION_SHIFT)) /* bits in the ownership bitmap */
+
+#define MIN_ALIGN 16                            /* every object is 16-byte aligned */
+#define MAX_SMALL 32768                         /* largest size class; above: large.c */
+#define NCLASS_TINY 8                           /* 16..128 in steps of 16 */
+#define CLASSES_PER_DOUBLING 8                  /* above 128: rounding waste <= 1/9 */
+#define NCLASS (NCLASS_TINY + 8 * CLASSES_PER_DOUBLING) /* 72 size classes up to 32 KiB */
+#define CLASS_INDEX_MAX (MAX_SMALL / MIN_ALIGN) /* class_of[] covers (size+15)/16 */
+
+#define TCACHE_BYTES 65536                      /* bytes a thread caches per class before flush */
+#define TCACHE_MIN 4                            /* ... but at least this many objects */
+#define TCACHE_MAX 512                          /* ... and at most this many */
+#define FLUSH_GROUPS 8                          /* open slab groups while flushing (look-ahead) */
+
+#define EMPTY_RESERVE 2                         /* empty slabs a cache keeps (min_partial) */
+
+#define PAGE_SIZE_OS 4096UL                     /* mmap granularity */
+#define LARGE_CACHE_SLOTS 8                     /* freed large mappings kept for reuse */
+#define LARGE_CACHE_BYTES (64UL << 20)          /* ... holding at most this many bytes */
+#define LARGE_CACHE_NS 1000000000ULL            /* ... each for at most this long (1 s) */
+
+#endif

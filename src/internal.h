@@ -1,0 +1,217 @@
+/* internal.h: the engine's types and, grouped by file, every cross-file function: an index of
+ * which file defines what. Internal names begin with sm_; public ones with slub_ or libc's.
+ * The concurrency rules for these types are written once, at the top of src/cache.c. */
+#ifndef SM_INTERNAL_H
+#define SM_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch_x86_64.h"
+#include "config.h"
+
+#define SM_EXPORT __attribute__((visibility("default")))
+#define SM_COLD __attribute__((noinline, cold))
+#define SM_NORETURN __attribute__((noreturn))
+#define TLS_IE __attribute__((tls_model("initial-exec")))
+
+/* A test-and-test-and-set lock for slow paths only (partial lists, page runs, large table). */
+typedef struct {
+	int locked;
+} sm_lock_t;
+
+/* counters half of a slab's shared word (see cache.c): low 32 bits inuse, bit 32 frozen. */
+#define SLAB_FROZEN (1ULL << 32)
+#define SLAB_INUSE(c) ((uint32_t)(c))
+
+struct cache;
+
+/* A slab descriptor ("struct slab"), out of band in its region's header page. */
+struct slab {
+	/* line 0: set when the slab is made; carved by the owner; links under the cache lock */
+	char *start;              /* first object (the slab's first page) */
+	struct cache *cache;      /* the cache whose objects it holds */
+	uint64_t recip;           /* ceil(2^40 / size): offset -> index without a division */
+	uint32_t size;            /* object size */
+	uint32_t objects;         /* objects per slab */
+	uint32_t carved;          /* objects handed out at least once; the rest are untouched */
+	uint16_t cls;             /* size class (NCLASS for typed caches: no thread cache) */
+	uint8_t pages;            /* 64 KiB pages spanned */
+	uint8_t on_partial;       /* on cache->partial (cache lock) */
+	struct slab *next, *prev; /* cache->partial links (cache lock) */
+	/* line 1: the shared word, changed only by cas16() (or by its freezing owner's reads) */
+	dword_t word __attribute__((aligned(64))); /* lo: freelist head, hi: counters */
+} __attribute__((aligned(64)));
+
+/* A 4 MiB region: page 0 is this header, pages 1..63 are slab pages. */
+struct region {
+	uint64_t free_mask;               /* bit i: page i is free (page lock) */
+	struct region *next;              /* all regions (page lock) */
+	struct slab *map[REGION_PAGES];   /* page -> the slab covering it, NULL when free */
+	struct slab slabs[REGION_PAGES];  /* descriptor of the slab that starts at page i */
+};
+
+/* A cache ("struct kmem_cache"): one per size class, or one per typed cache. */
+struct cache {
+	sm_lock_t lock;        /* guards the partial list, nr_*, on_partial, slab transitions */
+	uint32_t size;         /* object size */
+	uint32_t objects;      /* objects per slab */
+	uint32_t pages;        /* slab pages per slab */
+	uint32_t limit;        /* thread cache bound (objects) */
+	uint64_t recip;
+	uint16_t cls;
+	struct slab *partial;  /* slabs with free objects, not frozen */
+	uint32_t nr_partial;   /* slabs on the partial list */
+	uint32_t nr_empty;     /* of them, slabs with no object in use */
+	uint64_t nr_slabs;     /* slabs alive (cache lock for typed caches; atomics otherwise) */
+	char name[32];
+} __attribute__((aligned(64)));
+
+/* The per-thread fastpath state for one class ("kmem_cache_cpu"). */
+struct tfree {
+	void *head;      /* encoded singly linked freelist, owned by this thread */
+	uint32_t count;  /* objects on it */
+	uint32_t limit;  /* flush when count would pass it; 0 until the thread is set up */
+};
+
+enum tstate { T_NEW = 0, T_LIVE = 1, T_DEAD = 2 };
+
+struct tcache {
+	struct tfree cls[NCLASS + 1]; /* fastpath: pop/push here only; [NCLASS] stays empty
+				       * with limit 0: typed-cache objects (cls NCLASS) go slow */
+	struct slab *active[NCLASS];  /* slowpath: the frozen slab refills come from */
+	uint32_t state;               /* enum tstate */
+};
+
+/* Global engine state: written once at init (secret, tables), then read-only. */
+struct sm_global {
+	uint64_t secret;          /* freelist hardening key */
+	int ready;                /* init finished (acquire/release) */
+	struct cache caches[NCLASS];
+};
+
+extern struct sm_global sm_g;
+extern uint64_t sm_region_bits[NREGION_SLOTS / 64]; /* 1 bit per 4 MiB of address space */
+extern uint8_t sm_class_of[CLASS_INDEX_MAX + 1]; /* (size+15)>>4 -> class */
+extern __thread struct tcache sm_tc TLS_IE;
+
+/* ---- free pointer encoding (CONFIG_SLAB_FREELIST_HARDENED): ptr ^ secret ^ swab(&slot) ---- */
+static inline void fp_set(void *obj, void *next)
+{
+	*(uintptr_t *)obj = (uintptr_t)next ^ sm_g.secret ^ __builtin_bswap64((uintptr_t)obj);
+}
+static inline void *fp_get(void *obj)
+{
+	return (void *)(*(uintptr_t *)obj ^ sm_g.secret ^ __builtin_bswap64((uintptr_t)obj));
+}
+
+/* ---- pointer -> region -> slab (virt_to_slab) ---- */
+static inline bool region_is_ours(uintptr_t a)
+{
+	uintptr_t i = a >> REGION_SHIFT;
+	if (unlikely(i >= NREGION_SLOTS))
+		return false;
+	return (sm_region_bits[i >> 6] >> (i & 63)) & 1;
+}
+static inline struct slab *slab_of(uintptr_t a)
+{
+	struct region *r = (struct region *)(a & ~(REGION_SIZE - 1));
+	return r->map[(a >> SPAGE_SHIFT) & (REGION_PAGES - 1)];
+}
+/* The object index of a, or UINT32_MAX when a is not the start of an object of s. */
+static inline uint32_t slab_index(const struct slab *s, uintptr_t a)
+{
+	uint64_t off = a - (uintptr_t)s->start;
+	uint64_t idx = (off * s->recip) >> 40;
+	if (unlikely(idx * s->size != off || idx >= s->objects))
+		return UINT32_MAX;
+	return (uint32_t)idx;
+}
+
+/* ---- locks (inline; slow paths only) ---- */
+void sm_lock_slow(sm_lock_t *l);
+static inline void sm_lock(sm_lock_t *l)
+{
+	if (likely(!__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE)))
+		return;
+	sm_lock_slow(l);
+}
+static inline void sm_unlock(sm_lock_t *l)
+{
+	__atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
+}
+
+/* "sizeclass.c" */
+void sm_sizeclass_init(void);
+unsigned sm_size_to_class(size_t size);       /* computed, no table: any time */
+unsigned sm_class_size(unsigned cls);
+unsigned sm_class_for_align(size_t size, size_t align); /* NCLASS when none fits */
+
+/* "region.c": 64 KiB page runs inside 4 MiB regions */
+struct slab *sm_pages_alloc(unsigned pages);   /* a descriptor with start/pages set, or NULL */
+void sm_pages_free(struct slab *s);            /* returns the pages to the OS (madvise) */
+void sm_region_lock_all(void);
+void sm_region_unlock_all(bool reinit);
+
+/* "slab.c" */
+void sm_cache_setup(struct cache *c, const char *name, uint32_t size, uint16_t cls);
+struct slab *sm_slab_new(struct cache *c);     /* frozen, nothing carved */
+void *sm_slab_carve(struct slab *s, uint32_t n, void **tail, uint32_t *got);
+
+/* "cache.c": the slow paths (the concurrency rules live at its top) */
+void *sm_refill(struct tcache *tc, unsigned cls);
+void sm_flush(struct tcache *tc, unsigned cls, uint32_t keep);
+void sm_free_to_slab(struct slab *s, void *obj);  /* one object, any thread, no thread cache */
+void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n);
+void sm_free_chain(void *head);                   /* objects of any slabs, grouped by slab */
+void sm_thread_setup(struct tcache *tc);
+void sm_thread_teardown(struct tcache *tc);
+void sm_caches_lock_all(void);
+void sm_caches_unlock_all(bool reinit);
+
+/* "large.c": allocations above MAX_SMALL, straight from mmap */
+void *sm_large_alloc(size_t size, size_t align, bool zero);
+bool sm_large_free(void *p);                  /* false: not one of ours */
+size_t sm_large_usable(const void *p);        /* 0: not one of ours */
+void *sm_large_realloc(void *p, size_t size); /* NULL: could not; copy instead */
+void sm_large_lock_all(void);
+void sm_large_unlock_all(bool reinit);
+
+/* "alloc.c": the slow halves of the public entry points */
+void *sm_alloc_slow(size_t size);
+void sm_free_slow(void *p);
+void *sm_calloc(size_t n, size_t size);
+void *sm_realloc(void *p, size_t size);
+void *sm_memalign(size_t align, size_t size);
+size_t sm_usable_size(const void *p);
+void sm_free_sized(void *p, size_t size);
+
+/* "os.c": the only file that calls mmap/munmap/madvise/mremap */
+void *sm_os_map(size_t size);                      /* NULL on failure, errno set */
+void *sm_os_map_aligned(size_t size, size_t align);
+void *sm_os_reserve(size_t size);                  /* MAP_NORESERVE, lazily touched */
+void sm_os_unmap(void *p, size_t size);
+void sm_os_purge(void *p, size_t size);            /* give the pages back, keep the range */
+void *sm_os_remap(void *p, size_t old, size_t size);
+uint64_t sm_os_now_ns(void);
+void sm_os_random(void *buf, size_t n);
+
+/* "report.c": messages written with write(2), without allocating */
+void sm_write(int fd, const char *s);
+void sm_write_num(int fd, uint64_t v, int base);
+SM_NORETURN void sm_fatal(const char *what, const void *p, const char *detail);
+
+/* "stats.c" */
+extern uint64_t sm_stat_slabs_made, sm_stat_slabs_freed, sm_stat_large;
+void sm_stats_print(int fd);
+
+/* "alloc.c" also keeps the orphan cache, used by threads past their exit destructor */
+void sm_orphan_lock_all(void);
+void sm_orphan_unlock_all(bool reinit);
+
+/* "preload/init.c" */
+void sm_init(void);                       /* idempotent; safe to call from any slow path */
+void sm_thread_start(struct tcache *tc);  /* set up tc and arrange its teardown at exit */
+
+#endif

@@ -1,0 +1,251 @@
+/* large.c: allocations above MAX_SMALL, each its own mapping. A hash table (open addressing,
+ * linear probing, backward-shift deletion) maps the address handed out to its mapping, so
+ * free() can tell a large block of ours from any other pointer without reading memory in front
+ * of it. Freed mappings wait in a small cache (LARGE_CACHE_SLOTS, LARGE_CACHE_BYTES, at most
+ * LARGE_CACHE_NS old) so a malloc/free loop of one large size makes no syscall per call.
+ * Invariants: everything here is under large_lock, except the syscalls that map or unmap a
+ * range no other thread can see; table entries have key != 0; cached mappings are dirty
+ * (calloc clears a reused one). */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct lentry {
+	uintptr_t key;  /* address handed out; 0 = empty slot */
+	uintptr_t base; /* the mapping */
+	size_t len;
+};
+
+struct lcached {
+	uintptr_t base;
+	size_t len;
+	uint64_t when;
+};
+
+static sm_lock_t large_lock;
+static struct lentry *table;
+static size_t table_cap, table_used;
+static struct lcached cached[LARGE_CACHE_SLOTS];
+static size_t cached_bytes;
+uint64_t sm_stat_large;
+
+static size_t slot_of(uintptr_t key)
+{
+	return (size_t)((key >> 12) * 0x9E3779B97F4A7C15ULL >> 20) & (table_cap - 1);
+}
+
+static struct lentry *lookup(uintptr_t key)
+{
+	if (!table_cap)
+		return NULL;
+	for (size_t i = slot_of(key);; i = (i + 1) & (table_cap - 1)) {
+		if (table[i].key == key)
+			return &table[i];
+		if (!table[i].key)
+			return NULL;
+	}
+}
+
+static void insert_nogrow(struct lentry e)
+{
+	size_t i = slot_of(e.key);
+	while (table[i].key)
+		i = (i + 1) & (table_cap - 1);
+	table[i] = e;
+	table_used++;
+}
+
+static int grow(void)
+{
+	size_t cap = table_cap ? table_cap * 2 : 1024;
+	struct lentry *t = sm_os_map(cap * sizeof *t), *old = table;
+	if (!t)
+		return -1;
+	size_t oldcap = table_cap;
+	table = t, table_cap = cap, table_used = 0;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i].key)
+			insert_nogrow(old[i]);
+	if (old)
+		sm_os_unmap(old, oldcap * sizeof *old);
+	return 0;
+}
+
+static void erase(struct lentry *e)
+{
+	size_t i = (size_t)(e - table), j = i;
+	for (;;) {
+		j = (j + 1) & (table_cap - 1);
+		if (!table[j].key)
+			break;
+		size_t k = slot_of(table[j].key);
+		/* move j back to i unless its home k lies cyclically in (i, j] */
+		if ((i <= j) ? (i < k && k <= j) : (i < k || k <= j))
+			continue;
+		table[i] = table[j];
+		i = j;
+	}
+	table[i].key = 0;
+	table_used--;
+}
+
+/* Drop cached mappings older than the delay (all of them when force). Lock held; the ranges
+ * to unmap are collected and unmapped by the caller after unlocking. */
+static unsigned expire(struct lcached *out, bool force)
+{
+	uint64_t now = sm_os_now_ns();
+	unsigned n = 0;
+	for (unsigned i = 0; i < LARGE_CACHE_SLOTS; i++) {
+		if (cached[i].base && (force || now - cached[i].when > LARGE_CACHE_NS)) {
+			out[n++] = cached[i];
+			cached_bytes -= cached[i].len;
+			cached[i].base = 0;
+		}
+	}
+	return n;
+}
+
+static void unmap_all(struct lcached *v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		sm_os_unmap((void *)v[i].base, v[i].len);
+}
+
+void *sm_large_alloc(size_t size, size_t align, bool zero)
+{
+	if (size > PTRDIFF_MAX - 2 * REGION_SIZE || align > REGION_SIZE * 256)
+		return errno = ENOMEM, NULL;
+	size_t len = (size + PAGE_SIZE_OS - 1) & ~(PAGE_SIZE_OS - 1);
+	struct lcached drop[LARGE_CACHE_SLOTS];
+	uintptr_t base = 0;
+	size_t blen = 0;
+	bool dirty = false;
+
+	sm_lock(&large_lock);
+	unsigned nd = expire(drop, false);
+	if (align <= PAGE_SIZE_OS) {
+		int best = -1;
+		for (int i = 0; i < LARGE_CACHE_SLOTS; i++)
+			if (cached[i].base && cached[i].len >= len && cached[i].len - len <= len / 4 &&
+			    (best < 0 || cached[i].len < cached[best].len))
+				best = i;
+		if (best >= 0) {
+			base = cached[best].base, blen = cached[best].len, dirty = true;
+			cached_bytes -= blen;
+			cached[best].base = 0;
+		}
+	}
+	sm_unlock(&large_lock);
+	unmap_all(drop, nd);
+
+	if (!base) {
+		blen = len;
+		base = (uintptr_t)(align <= PAGE_SIZE_OS ? sm_os_map(len) : sm_os_map_aligned(len, align));
+		if (!base)
+			return errno = ENOMEM, NULL;
+	}
+	sm_lock(&large_lock);
+	if ((table_used + 1) * 2 > table_cap && grow() < 0) {
+		sm_unlock(&large_lock);
+		sm_os_unmap((void *)base, blen);
+		return errno = ENOMEM, NULL;
+	}
+	insert_nogrow((struct lentry){.key = base, .base = base, .len = blen});
+	sm_stat_large++;
+	sm_unlock(&large_lock);
+	if (zero && dirty)
+		memset((void *)base, 0, size);
+	return (void *)base;
+}
+
+/* Unregister p; keep its mapping in the cache, or unmap it. False when p is not ours. */
+bool sm_large_free(void *p)
+{
+	struct lcached drop[LARGE_CACHE_SLOTS + 1];
+	unsigned nd = 0;
+	sm_lock(&large_lock);
+	struct lentry *e = lookup((uintptr_t)p);
+	if (!e) {
+		sm_unlock(&large_lock);
+		return false;
+	}
+	struct lcached m = {.base = e->base, .len = e->len, .when = sm_os_now_ns()};
+	erase(e);
+	nd = expire(drop, false);
+	int slot = -1;
+	if (m.len <= LARGE_CACHE_BYTES / 2) {
+		for (int i = 0; i < LARGE_CACHE_SLOTS && slot < 0; i++)
+			if (!cached[i].base)
+				slot = i;
+		if (slot < 0) { /* evict the oldest */
+			slot = 0;
+			for (int i = 1; i < LARGE_CACHE_SLOTS; i++)
+				if (cached[i].when < cached[slot].when)
+					slot = i;
+			drop[nd++] = cached[slot];
+			cached_bytes -= cached[slot].len;
+			cached[slot].base = 0;
+		}
+		/* evict more (oldest first) until the new one fits the byte budget */
+		while (cached_bytes + m.len > LARGE_CACHE_BYTES) {
+			int o = -1;
+			for (int i = 0; i < LARGE_CACHE_SLOTS; i++)
+				if (cached[i].base && (o < 0 || cached[i].when < cached[o].when))
+					o = i;
+			drop[nd++] = cached[o];
+			cached_bytes -= cached[o].len;
+			cached[o].base = 0;
+		}
+		cached[slot] = m;
+		cached_bytes += m.len;
+	} else {
+		drop[nd++] = m;
+	}
+	sm_unlock(&large_lock);
+	unmap_all(drop, nd);
+	return true;
+}
+
+size_t sm_large_usable(const void *p)
+{
+	sm_lock(&large_lock);
+	struct lentry *e = lookup((uintptr_t)p);
+	size_t n = e ? e->len - ((uintptr_t)p - e->base) : 0;
+	sm_unlock(&large_lock);
+	return n;
+}
+
+/* Resize the large block p (one of ours) by mremap. NULL when that cannot be done (an
+ * aligned block that does not start its mapping, or mremap failed): the caller copies. */
+void *sm_large_realloc(void *p, size_t size)
+{
+	size_t len = (size + PAGE_SIZE_OS - 1) & ~(PAGE_SIZE_OS - 1);
+	if (size > PTRDIFF_MAX - 2 * REGION_SIZE)
+		return NULL;
+	sm_lock(&large_lock);
+	struct lentry *e = lookup((uintptr_t)p);
+	if (!e || e->key != e->base) {
+		sm_unlock(&large_lock);
+		return NULL;
+	}
+	struct lentry m = *e;
+	erase(e);
+	sm_unlock(&large_lock);
+	void *q = sm_os_remap((void *)m.base, m.len, len);
+	sm_lock(&large_lock);
+	insert_nogrow(q ? (struct lentry){(uintptr_t)q, (uintptr_t)q, len} : m);
+	sm_unlock(&large_lock);
+	return q;
+}
+
+void sm_large_lock_all(void)
+{
+	sm_lock(&large_lock);
+}
+
+void sm_large_unlock_all(bool reinit)
+{
+	(void)reinit;
+	sm_unlock(&large_lock);
+}

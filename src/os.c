@@ -1,0 +1,76 @@
+/* os.c: the platform layer: the only file that maps, unmaps, purges or remaps memory, reads the
+ * clock or asks for random bytes. Each call is a thin wrapper; failures return NULL with errno
+ * set by the kernel. Nothing here allocates. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "internal.h"
+
+void *sm_os_map(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* size bytes aligned to align (a power of two >= the OS page): map more, trim both ends. */
+void *sm_os_map_aligned(size_t size, size_t align)
+{
+	size_t span = size + align;
+	if (span < size)
+		return errno = ENOMEM, NULL;
+	char *p = sm_os_map(span);
+	if (!p)
+		return NULL;
+	char *a = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (p + span > a + size)
+		munmap(a + size, (size_t)(p + span - (a + size)));
+	return a;
+}
+
+void *sm_os_reserve(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void sm_os_unmap(void *p, size_t size)
+{
+	munmap(p, size);
+}
+
+void sm_os_purge(void *p, size_t size)
+{
+	madvise(p, size, MADV_DONTNEED);
+}
+
+void *sm_os_remap(void *p, size_t old, size_t size)
+{
+	void *q = mremap(p, old, size, MREMAP_MAYMOVE);
+	return q == MAP_FAILED ? NULL : q;
+}
+
+uint64_t sm_os_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* The kernel's 16 random bytes given to every process (AT_RANDOM), mixed with the clock. */
+void sm_os_random(void *buf, size_t n)
+{
+	const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
+	uint64_t x = sm_os_now_ns() ^ (uintptr_t)buf;
+	unsigned char *out = buf;
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		out[i] = (unsigned char)(x ^ (r ? r[i % 16] : 0));
+	}
+}

@@ -1,0 +1,47 @@
+/* report.c: error reports and small numbers written straight to a file descriptor with
+ * write(2): usable inside the allocator, where printf (which allocates) is not.
+ * A heap-corruption report is one line on stderr, then abort(). */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+void sm_write(int fd, const char *s)
+{
+	size_t n = strlen(s);
+	while (n > 0) {
+		ssize_t w = write(fd, s, n);
+		if (w <= 0)
+			return;
+		s += w, n -= (size_t)w;
+	}
+}
+
+void sm_write_num(int fd, uint64_t v, int base)
+{
+	char buf[24];
+	int i = sizeof buf - 1;
+	buf[i] = 0;
+	do {
+		buf[--i] = "0123456789abcdef"[v % (unsigned)base];
+		v /= (unsigned)base;
+	} while (v && i > 0);
+	sm_write(fd, buf + i);
+}
+
+/* "slubmalloc: <what> of 0x<p> <detail>" on stderr, then abort(). */
+void sm_fatal(const char *what, const void *p, const char *detail)
+{
+	sm_write(2, "slubmalloc: ");
+	sm_write(2, what);
+	sm_write(2, " of 0x");
+	sm_write_num(2, (uintptr_t)p, 16);
+	if (detail && *detail) {
+		sm_write(2, " ");
+		sm_write(2, detail);
+	}
+	sm_write(2, "\n");
+	abort();
+}

@@ -1,0 +1,47 @@
+/* sizeclass.c: size <-> class. 16..128 in steps of 16, then 8 classes per power of two up to
+ * 32 KiB (72 classes). Every class size is a multiple of 16; above 128 bytes no request wastes
+ * more than 1/9 of its object to rounding.
+ * Invariant: sm_class_of[] is only an accelerator for the fastpath: until sm_sizeclass_init()
+ * has run it reads 0 everywhere, which sends the caller to a slow path that computes the class
+ * with sm_size_to_class() (a thread cache is empty until that slow path has run init). */
+#include "internal.h"
+
+uint8_t sm_class_of[CLASS_INDEX_MAX + 1];
+
+unsigned sm_size_to_class(size_t size)
+{
+	if (size <= 128)
+		return size <= 16 ? 0 : (unsigned)((size + 15) >> 4) - 1;
+	/* 128 < size <= 32768: 2^l < size <= 2^(l+1), eight steps of 2^(l-3) */
+	unsigned l = 63 - (unsigned)__builtin_clzll((unsigned long long)size - 1);
+	unsigned step = (unsigned)((size - 1 - (1UL << l)) >> (l - 3));
+	return NCLASS_TINY + (l - 7) * CLASSES_PER_DOUBLING + step;
+}
+
+unsigned sm_class_size(unsigned cls)
+{
+	if (cls < NCLASS_TINY)
+		return 16 * (cls + 1);
+	unsigned k = cls - NCLASS_TINY, l = 7 + k / CLASSES_PER_DOUBLING;
+	return (1U << l) + (k % CLASSES_PER_DOUBLING + 1) * (1U << (l - 3));
+}
+
+/* The smallest class whose size is at least size and a multiple of align (objects then start
+ * at aligned addresses, since slabs start on 64 KiB boundaries). NCLASS when there is none. */
+unsigned sm_class_for_align(size_t size, size_t align)
+{
+	if (size > MAX_SMALL || align > MAX_SMALL)
+		return NCLASS;
+	if (size < align)
+		size = align;
+	for (unsigned c = sm_size_to_class(size); c < NCLASS; c++)
+		if (sm_class_size(c) % align == 0)
+			return c;
+	return NCLASS;
+}
+
+void sm_sizeclass_init(void)
+{
+	for (unsigned i = 0; i <= CLASS_INDEX_MAX; i++)
+		sm_class_of[i] = (uint8_t)sm_size_to_class((size_t)i << 4);
+}

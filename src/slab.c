@@ -1,0 +1,79 @@
+/* slab.c: slab geometry and creation. A cache's slab spans 1..SLAB_MAX_PAGES pages, chosen so
+ * that the tail left after the last object is at most 1/16 of the slab (or as small as 4 pages
+ * allow). A new slab is frozen for the thread that made it, with nothing carved: objects are
+ * linked into freelists lazily, a batch at a time (sm_slab_carve), so untouched objects cost no
+ * RSS. Invariant: objects [0, carved) have been handed out at least once; [carved, objects)
+ * have never been touched and are not on any freelist. Only the owner of a frozen slab carves. */
+#include <string.h>
+
+#include "internal.h"
+
+static unsigned pages_for(uint32_t size)
+{
+	unsigned best = 1;
+	uint64_t best_waste = SPAGE_SIZE % size, best_bytes = SPAGE_SIZE;
+	for (unsigned p = 1; p <= SLAB_MAX_PAGES; p++) {
+		uint64_t bytes = (uint64_t)p << SPAGE_SHIFT, waste = bytes % size;
+		if (waste * 16 <= bytes)
+			return p;
+		if (waste * best_bytes < best_waste * bytes)
+			best = p, best_waste = waste, best_bytes = bytes;
+	}
+	return best;
+}
+
+void sm_cache_setup(struct cache *c, const char *name, uint32_t size, uint16_t cls)
+{
+	memset(c, 0, sizeof *c);
+	c->size = size;
+	c->cls = cls;
+	c->pages = pages_for(size);
+	c->objects = (uint32_t)(((uint64_t)c->pages << SPAGE_SHIFT) / size);
+	c->recip = ((1ULL << 40) + size - 1) / size;
+	uint32_t lim = TCACHE_BYTES / size;
+	c->limit = lim < TCACHE_MIN ? TCACHE_MIN : lim > TCACHE_MAX ? TCACHE_MAX : lim;
+	size_t n = strlen(name);
+	if (n >= sizeof c->name)
+		n = sizeof c->name - 1;
+	memcpy(c->name, name, n);
+	c->name[n] = 0;
+}
+
+struct slab *sm_slab_new(struct cache *c)
+{
+	struct slab *s = sm_pages_alloc(c->pages);
+	if (!s)
+		return NULL;
+	s->cache = c;
+	s->recip = c->recip;
+	s->size = c->size;
+	s->objects = c->objects;
+	s->cls = c->cls;
+	s->carved = 0;
+	/* frozen, every object held by the owner (the untouched ones included) */
+	s->word.lo = 0;
+	s->word.hi = SLAB_FROZEN | c->objects;
+	__atomic_fetch_add(&c->nr_slabs, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&sm_stat_slabs_made, 1, __ATOMIC_RELAXED);
+	return s;
+}
+
+/* Link up to n never-used objects of s, in address order; returns the head (NULL when none
+ * are left), the tail in *tail and the count in *got. Owner only. */
+void *sm_slab_carve(struct slab *s, uint32_t n, void **tail, uint32_t *got)
+{
+	uint32_t left = s->objects - s->carved;
+	if (n > left)
+		n = left;
+	*got = n;
+	if (!n)
+		return NULL;
+	char *first = s->start + (size_t)s->carved * s->size;
+	char *p = first;
+	for (uint32_t i = 1; i < n; i++, p += s->size)
+		fp_set(p, p + s->size);
+	fp_set(p, NULL);
+	*tail = p;
+	s->carved += n;
+	return first;
+}
