@@ -1,0 +1,60 @@
+/* unit_slab.c: slab geometry, carving and the pointer -> slab lookup. For every cache: a new
+ * slab is frozen with every object held; carving hands out each object exactly once, in
+ * bounds, aligned; slab_of() finds the slab from each object and from every byte inside it;
+ * slab_index() accepts object starts only; pointers outside all regions are not ours. */
+#include <string.h>
+
+#include "check.h"
+#include "internal.h"
+
+static int global_var;
+
+int main(void)
+{
+	sm_init();
+	for (unsigned c = 0; c < NCLASS; c++) {
+		struct cache *ca = &sm_g.caches[c];
+		CHECK(ca->objects * ca->size <= ca->pages * SPAGE_SIZE, "cache %s overflows", ca->name);
+		CHECK((ca->pages * SPAGE_SIZE - ca->objects * ca->size) * 8 <= ca->pages * SPAGE_SIZE,
+		      "cache %s wastes more than 1/8 of its slab", ca->name);
+		struct slab *s = sm_slab_new(ca);
+		CHECK(s, "no slab for %s", ca->name);
+		CHECK(s->word.lo == 0 && s->word.hi == (SLAB_FROZEN | ca->objects), "new slab word");
+		CHECK(((uintptr_t)&s->word & 15) == 0, "shared word not 16-byte aligned");
+		uint32_t total = 0;
+		char *expect = s->start;
+		for (;;) {
+			void *tail;
+			uint32_t got;
+			char *o = sm_slab_carve(s, 37, &tail, &got);
+			if (!o)
+				break;
+			for (uint32_t i = 0; i < got; i++) {
+				CHECK(o == expect, "carve order in %s", ca->name);
+				uintptr_t a = (uintptr_t)o;
+				CHECK(region_is_ours(a), "object not in a region");
+				CHECK(slab_of(a) == s, "slab_of wrong in %s", ca->name);
+				CHECK(slab_of(a + ca->size - 1) == s, "slab_of(last byte) wrong");
+				CHECK(slab_index(s, a) == total, "index %u", total);
+				CHECK(a % MIN_ALIGN == 0, "misaligned object");
+				CHECK(slab_index(s, a + 8) == UINT32_MAX, "interior pointer accepted");
+				memset(o, 0xa5, ca->size);
+				char *next = fp_get(o);
+				(void)next;
+				total++;
+				expect += ca->size;
+				o = (i + 1 < got) ? o + ca->size : NULL;
+			}
+		}
+		CHECK(total == ca->objects, "%s carved %u of %u", ca->name, total, ca->objects);
+		CHECK(slab_index(s, (uintptr_t)s->start + (uintptr_t)ca->objects * ca->size) ==
+			      UINT32_MAX, "index past the last object accepted");
+	}
+	int local;
+	CHECK(!region_is_ours((uintptr_t)&local), "stack is ours?");
+	CHECK(!region_is_ours((uintptr_t)&global_var), "global is ours?");
+	CHECK(!region_is_ours(1), "(void*)1 is ours?");
+	CHECK(!region_is_ours(UINTPTR_MAX - 7), "top of address space is ours?");
+	printf("unit_slab: %d caches carved and looked up\n", NCLASS);
+	return 0;
+}
