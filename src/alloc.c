@@ -75,7 +75,7 @@ void sm_free_slow(void *p)
 			if (tc->state == T_NEW)
 				sm_thread_start(tc);
 			if (t->count >= t->limit)
-				sm_flush(tc, s->cls, t->limit / 2);
+				sm_flush(tc, s->cls, FLUSH_KEEP < t->limit / 2 ? FLUSH_KEEP : t->limit / 2);
 			fp_set(p, t->head);
 			t->head = p;
 			t->count++;

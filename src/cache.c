@@ -16,7 +16,7 @@
  *   frozen, not untouched (objects [carved, objects) are held by the owner while frozen).
  *   Only two operations change a shared freelist lock-free, so none can suffer ABA:
  *     push a chain (any thread):   {f, c} -> {head (tail->next = f), c - n}      sm_push_chain
- *     take it all (the owner):     {f, c} -> {NULL, frozen | objects}            take_all
+ *     take it all (the owner):     {f, c} -> {NULL, frozen | objects}     sm_slab_take_all
  *   The other CASes change only counters or freeze: freeze from the partial list (take all +
  *   set frozen, under the cache lock), unfreeze a full slab ({NULL, frozen|objects} ->
  *   {NULL, objects}) and unfreeze at thread exit (under the cache lock).
@@ -167,7 +167,7 @@ void sm_free_to_slab(struct slab *s, void *obj)
 }
 
 /* The owner takes the whole shared freelist of its frozen slab s. */
-static void *take_all(struct slab *s, uint32_t *n)
+void *sm_slab_take_all(struct slab *s, uint32_t *n)
 {
 	dword_t old = word_read(s), new;
 	do {
@@ -226,7 +226,7 @@ void *sm_refill(struct tcache *tc, unsigned cls)
 	for (;;) {
 		struct slab *s = tc->active[cls];
 		if (s) {
-			if ((head = take_all(s, &n)))
+			if ((head = sm_slab_take_all(s, &n)))
 				break;
 			if ((head = sm_slab_carve(s, c->limit / 2 + 1, &tail, &n)))
 				break;

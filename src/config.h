@@ -24,8 +24,10 @@
 #define TCACHE_MIN 4                            /* ... but at least this many objects */
 #define TCACHE_MAX 512                          /* ... and at most this many */
 #define FLUSH_GROUPS 8                          /* open slab groups while flushing (look-ahead) */
+#define FLUSH_KEEP 32                           /* newest (cache-hot) objects a flush keeps */
 
 #define EMPTY_RESERVE 2                         /* empty slabs a cache keeps (min_partial) */
+#define DIRTY_MAX (32UL << 20)                  /* freed slab pages kept resident, at most */
 
 #define PAGE_SIZE_OS 4096UL                     /* mmap granularity */
 #define LARGE_CACHE_SLOTS 8                     /* freed large mappings kept for reuse */

@@ -47,6 +47,7 @@ struct slab {
 /* A 4 MiB region: page 0 is this header, pages 1..63 are slab pages. */
 struct region {
 	uint64_t free_mask;               /* bit i: page i is free (page lock) */
+	uint64_t dirty_mask;              /* free pages not yet purged (page lock) */
 	struct region *next;              /* all regions (page lock) */
 	struct slab *map[REGION_PAGES];   /* page -> the slab covering it, NULL when free */
 	struct slab slabs[REGION_PAGES];  /* descriptor of the slab that starts at page i */
@@ -150,7 +151,8 @@ unsigned sm_class_for_align(size_t size, size_t align); /* NCLASS when none fits
 
 /* "region.c": 64 KiB page runs inside 4 MiB regions */
 struct slab *sm_pages_alloc(unsigned pages);   /* a descriptor with start/pages set, or NULL */
-void sm_pages_free(struct slab *s);            /* returns the pages to the OS (madvise) */
+void sm_pages_free(struct slab *s);            /* free; purged later, in batches */
+void sm_pages_purge_all(void);                 /* purge every free page now */
 void sm_region_lock_all(void);
 void sm_region_unlock_all(bool reinit);
 
@@ -164,6 +166,7 @@ void *sm_refill(struct tcache *tc, unsigned cls);
 void sm_flush(struct tcache *tc, unsigned cls, uint32_t keep);
 void sm_free_to_slab(struct slab *s, void *obj);  /* one object, any thread, no thread cache */
 void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n);
+void *sm_slab_take_all(struct slab *s, uint32_t *n); /* owner of frozen s; NULL if none */
 void sm_free_chain(void *head);                   /* objects of any slabs, grouped by slab */
 void sm_thread_setup(struct tcache *tc);
 void sm_thread_teardown(struct tcache *tc);

@@ -3,8 +3,11 @@
  * are handed out in runs of 1..SLAB_MAX_PAGES pages, one run per slab.
  * Invariants: region_bits has a 1 for every region ever made (regions are never unmapped, so a
  * pointer's "is it ours" answer never changes from yes to no); free_mask, map[] of free pages
- * and the region list change only under page_lock; a freed run is purged (MADV_DONTNEED), so
- * its memory leaves the RSS and reads back as zeros. */
+ * and the region list change only under page_lock. A freed run stays dirty (its memory still
+ * resident: reusing it costs no page faults) until the dirty pages of all regions pass
+ * DIRTY_MAX bytes; then whole contiguous dirty runs are purged (MADV_DONTNEED, one call per
+ * run) down to DIRTY_MAX / 2. dirty_mask is a subset of free_mask. Allocation prefers dirty
+ * pages. Nothing may assume a slab page reads as zero. */
 #include <errno.h>
 #include <string.h>
 
@@ -13,6 +16,7 @@
 static sm_lock_t page_lock;
 static struct region *regions;      /* all regions, newest first */
 static struct region *hint;         /* where the last run was found */
+static size_t dirty_bytes;          /* free but not purged, all regions */
 
 uint64_t sm_region_bits[NREGION_SLOTS / 64]; /* 4 MiB of .bss: pages appear as touched */
 
@@ -22,6 +26,7 @@ static struct region *region_new(void)
 	if (!r)
 		return NULL;
 	r->free_mask = ~1ULL; /* page 0 is the header */
+	r->dirty_mask = 0;
 	r->next = regions;
 	regions = r;
 	uintptr_t i = (uintptr_t)r >> REGION_SHIFT;
@@ -38,16 +43,23 @@ static int find_run(uint64_t mask, unsigned n)
 	return m ? __builtin_ctzll(m) : -1;
 }
 
+/* A run of `pages` pages in r: dirty (already resident) ones first. */
+static int find_in(struct region *r, unsigned pages, bool dirty_only)
+{
+	return find_run(dirty_only ? r->free_mask & r->dirty_mask : r->free_mask, pages);
+}
+
 struct slab *sm_pages_alloc(unsigned pages)
 {
 	sm_lock(&page_lock);
 	struct region *r = hint;
-	int at = r ? find_run(r->free_mask, pages) : -1;
-	if (at < 0) {
+	int at = -1;
+	if (r && (at = find_in(r, pages, true)) < 0 && !dirty_bytes)
+		at = find_in(r, pages, false);
+	for (int pass = dirty_bytes ? 0 : 1; at < 0 && pass < 2; pass++)
 		for (r = regions; r; r = r->next)
-			if ((at = find_run(r->free_mask, pages)) >= 0)
+			if ((at = find_in(r, pages, pass == 0)) >= 0)
 				break;
-	}
 	if (at < 0) {
 		r = region_new();
 		if (!r) {
@@ -58,8 +70,10 @@ struct slab *sm_pages_alloc(unsigned pages)
 		at = find_run(r->free_mask, pages);
 	}
 	hint = r;
-	uint64_t bits = (pages == 64 ? ~0ULL : ((1ULL << pages) - 1)) << at;
+	uint64_t bits = ((1ULL << pages) - 1) << at;
 	r->free_mask &= ~bits;
+	dirty_bytes -= (size_t)__builtin_popcountll(r->dirty_mask & bits) << SPAGE_SHIFT;
+	r->dirty_mask &= ~bits;
 	struct slab *s = &r->slabs[at];
 	memset(s, 0, sizeof *s);
 	s->start = (char *)r + ((size_t)at << SPAGE_SHIFT);
@@ -70,16 +84,44 @@ struct slab *sm_pages_alloc(unsigned pages)
 	return s;
 }
 
+/* Purge whole dirty runs until at most `target` dirty bytes remain (page lock held). */
+static void purge_to(size_t target)
+{
+	for (struct region *r = regions; r && dirty_bytes > target; r = r->next) {
+		uint64_t m = r->dirty_mask;
+		while (m) {
+			unsigned at = (unsigned)__builtin_ctzll(m);
+			unsigned len = (unsigned)__builtin_ctzll(~(m >> at));
+			sm_os_purge((char *)r + ((size_t)at << SPAGE_SHIFT), (size_t)len << SPAGE_SHIFT);
+			dirty_bytes -= (size_t)len << SPAGE_SHIFT;
+			m &= ~(len == 64 ? ~0ULL : ((1ULL << len) - 1) << at);
+		}
+		r->dirty_mask = 0;
+	}
+}
+
 void sm_pages_free(struct slab *s)
 {
 	struct region *r = (struct region *)((uintptr_t)s->start & ~(REGION_SIZE - 1));
 	unsigned at = (unsigned)(((uintptr_t)s->start - (uintptr_t)r) >> SPAGE_SHIFT);
 	unsigned pages = s->pages;
-	sm_os_purge(s->start, (size_t)pages << SPAGE_SHIFT);
+	uint64_t bits = ((1ULL << pages) - 1) << at;
 	sm_lock(&page_lock);
 	for (unsigned i = 0; i < pages; i++)
 		r->map[at + i] = NULL;
-	r->free_mask |= ((1ULL << pages) - 1) << at;
+	r->free_mask |= bits;
+	r->dirty_mask |= bits;
+	dirty_bytes += (size_t)pages << SPAGE_SHIFT;
+	if (dirty_bytes > DIRTY_MAX)
+		purge_to(DIRTY_MAX / 2);
+	sm_unlock(&page_lock);
+}
+
+/* Give every dirty free page back to the OS. */
+void sm_pages_purge_all(void)
+{
+	sm_lock(&page_lock);
+	purge_to(0);
 	sm_unlock(&page_lock);
 }
 
