@@ -1,0 +1,194 @@
+/* Single-thread small-object benchmark: (a) a tight malloc/free loop over a fixed
+ * cycle of small sizes, (b) churn of a working set of random-sized objects.
+ * Uses only the standard malloc API; run it under LD_PRELOAD of each allocator.
+ * Usage: st_churn loop|churn|all [ITERATIONS]
+ * Prints one line per workload: RESULT name=... ns_per_op=... cycles_per_op=... */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define LOOP_DEFAULT_ITERS 60000000UL
+#define CHURN_DEFAULT_ITERS 40000000UL
+#define CHURN_SLOTS 1000
+#define CHURN_MIN_SIZE 16
+#define CHURN_MAX_SIZE 1024
+
+/* Fixed size sequence of the tight loop (16..256 B), cycled in order. */
+static const size_t loop_sizes[16] = {
+	16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 24, 40, 56, 72,
+};
+
+/* Time-stamp counter ticks (constant-rate reference cycles on modern x86). */
+static inline uint64_t read_tsc(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	uint32_t lo, hi;
+	asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+#else
+	return 0;
+#endif
+}
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Makes the compiler treat the object as used, so malloc/free pairs are not elided. */
+static inline void escape(void *p)
+{
+	asm volatile("" : : "r"(p) : "memory");
+}
+
+static inline uint64_t xorshift64(uint64_t *state)
+{
+	uint64_t x = *state;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	*state = x;
+	return x;
+}
+
+static void die_oom(size_t size)
+{
+	fprintf(stderr, "st_churn: malloc(%zu) failed\n", size);
+	exit(2);
+}
+
+static void report(const char *name, unsigned long iters, uint64_t ns, uint64_t ticks)
+{
+	printf("RESULT name=%s ns_per_op=%.3f cycles_per_op=%.2f iters=%lu total_ms=%.1f\n",
+	       name, (double)ns / (double)iters, (double)ticks / (double)iters, iters,
+	       (double)ns / 1e6);
+	fflush(stdout);
+}
+
+/* (a) One op = one malloc plus one free of the next size in loop_sizes. */
+static void run_loop(unsigned long iters)
+{
+	unsigned long warm = iters / 20 + 1;
+	for (unsigned long i = 0; i < warm; i++) {
+		size_t size = loop_sizes[i & 15];
+		unsigned char *p = malloc(size);
+		if (p == NULL)
+			die_oom(size);
+		p[0] = (unsigned char)i;
+		escape(p);
+		free(p);
+	}
+
+	uint64_t t0 = now_ns();
+	uint64_t c0 = read_tsc();
+	for (unsigned long i = 0; i < iters; i++) {
+		size_t size = loop_sizes[i & 15];
+		unsigned char *p = malloc(size);
+		if (p == NULL)
+			die_oom(size);
+		p[0] = (unsigned char)i;
+		escape(p);
+		free(p);
+	}
+	uint64_t c1 = read_tsc();
+	uint64_t t1 = now_ns();
+	report("st_loop", iters, t1 - t0, c1 - c0);
+}
+
+/* Writes a tag at both ends of the object so that churn can verify it on free. */
+static inline void tag_object(unsigned char *p, size_t size, unsigned tag)
+{
+	p[0] = (unsigned char)tag;
+	p[size - 1] = (unsigned char)(tag ^ 0x5a);
+}
+
+static inline int tag_ok(const unsigned char *p, size_t size, unsigned tag)
+{
+	return p[0] == (unsigned char)tag && p[size - 1] == (unsigned char)(tag ^ 0x5a);
+}
+
+/* (b) One op = free a random slot of the working set and refill it with a random size. */
+static void run_churn(unsigned long iters)
+{
+	static unsigned char *slot_ptr[CHURN_SLOTS];
+	static size_t slot_size[CHURN_SLOTS];
+	uint64_t rng = 0x9e3779b97f4a7c15ULL;
+	unsigned long bad = 0;
+
+	for (unsigned i = 0; i < CHURN_SLOTS; i++) {
+		size_t size = CHURN_MIN_SIZE + xorshift64(&rng) % (CHURN_MAX_SIZE - CHURN_MIN_SIZE + 1);
+		unsigned char *p = malloc(size);
+		if (p == NULL)
+			die_oom(size);
+		tag_object(p, size, i);
+		slot_ptr[i] = p;
+		slot_size[i] = size;
+	}
+
+	uint64_t t0 = now_ns();
+	uint64_t c0 = read_tsc();
+	for (unsigned long i = 0; i < iters; i++) {
+		uint64_t r = xorshift64(&rng);
+		unsigned idx = (unsigned)(r % CHURN_SLOTS);
+		size_t size = CHURN_MIN_SIZE + (size_t)((r >> 20) % (CHURN_MAX_SIZE - CHURN_MIN_SIZE + 1));
+		if (!tag_ok(slot_ptr[idx], slot_size[idx], idx))
+			bad++;
+		free(slot_ptr[idx]);
+		unsigned char *p = malloc(size);
+		if (p == NULL)
+			die_oom(size);
+		tag_object(p, size, idx);
+		slot_ptr[idx] = p;
+		slot_size[idx] = size;
+	}
+	uint64_t c1 = read_tsc();
+	uint64_t t1 = now_ns();
+
+	for (unsigned i = 0; i < CHURN_SLOTS; i++) {
+		if (!tag_ok(slot_ptr[i], slot_size[i], i))
+			bad++;
+		free(slot_ptr[i]);
+	}
+	if (bad != 0) {
+		fprintf(stderr, "st_churn: %lu corrupted objects\n", bad);
+		exit(3);
+	}
+	report("st_churn", iters, t1 - t0, c1 - c0);
+}
+
+static unsigned long parse_iters(const char *arg)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+	if (*arg == '\0' || *end != '\0' || v == 0) {
+		fprintf(stderr, "st_churn: bad iteration count '%s'\n", arg);
+		exit(1);
+	}
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || argc > 3) {
+		fprintf(stderr, "usage: %s loop|churn|all [ITERATIONS]\n", argv[0]);
+		return 1;
+	}
+	const char *mode = argv[1];
+	int do_loop = strcmp(mode, "loop") == 0 || strcmp(mode, "all") == 0;
+	int do_churn = strcmp(mode, "churn") == 0 || strcmp(mode, "all") == 0;
+	if (!do_loop && !do_churn) {
+		fprintf(stderr, "st_churn: unknown mode '%s' (loop, churn or all)\n", mode);
+		return 1;
+	}
+	unsigned long iters = argc == 3 ? parse_iters(argv[2]) : 0;
+	if (do_loop)
+		run_loop(iters ? iters : LOOP_DEFAULT_ITERS);
+	if (do_churn)
+		run_churn(iters ? iters : CHURN_DEFAULT_ITERS);
+	return 0;
+}
