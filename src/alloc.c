@@ -3,7 +3,8 @@
  * Contract (glibc 2.36's): failures return NULL with errno ENOMEM (EINVAL for a bad
  * alignment), free preserves errno, realloc(p, 0) frees p and returns NULL.
  * The orphan cache is a struct tcache shared under orphan_lock by threads whose exit
- * destructor already ran (glibc frees and allocates a little after that). */
+ * destructor already ran (glibc frees and allocates a little after that) or that could not
+ * get memory for a cache of their own; their frees go straight to the slabs. */
 #include <errno.h>
 #include <string.h>
 
@@ -13,20 +14,14 @@
 static sm_lock_t orphan_lock;
 static struct tcache orphan;
 
-static void *pop(struct tfree *t)
-{
-	void *p = t->head;
-	t->head = fp_get(p);
-	t->count--;
-	return p;
-}
-
 static void *alloc_orphan(unsigned cls)
 {
 	sm_lock(&orphan_lock);
 	if (orphan.state == T_NEW)
 		sm_thread_setup(&orphan);
-	void *p = orphan.cls[cls].head ? pop(&orphan.cls[cls]) : sm_refill(&orphan, cls);
+	struct bin *b = &orphan.bin[cls];
+	void *p = orphan.state != T_LIVE ? NULL : b->count ? b->slots[--b->count]
+							  : sm_refill(&orphan, cls);
 	sm_unlock(&orphan_lock);
 	return p;
 }
@@ -35,12 +30,13 @@ static void *alloc_class(unsigned cls)
 {
 	struct tcache *tc = &sm_tc;
 	if (unlikely(tc->state != T_LIVE)) {
+		if (tc->state == T_NEW)
+			sm_thread_start(tc);
 		if (tc->state == T_DEAD)
 			return alloc_orphan(cls);
-		sm_thread_start(tc);
 	}
-	struct tfree *t = &tc->cls[cls];
-	void *p = t->head ? pop(t) : sm_refill(tc, cls);
+	struct bin *b = &tc->bin[cls];
+	void *p = b->count ? b->slots[--b->count] : sm_refill(tc, cls);
 	if (!p)
 		errno = ENOMEM;
 	return p;
@@ -66,19 +62,17 @@ void sm_free_slow(void *p)
 		if (!s || slab_index(s, a) == UINT32_MAX)
 			sm_fatal("invalid free", p, "(not the start of an object of slubmalloc)");
 		struct tcache *tc = &sm_tc;
-		struct tfree *t = &tc->cls[s->cls];
-		if (t->head == p)
+		struct bin *b = &tc->bin[s->cls];
+		if (b->count && b->slots[b->count - 1] == p)
 			sm_fatal("double free", p, s->cache->name);
-		if (s->cls >= NCLASS || tc->state == T_DEAD) {
+		if (tc->state == T_NEW)
+			sm_thread_start(tc);
+		if (s->cls >= NCLASS || tc->state != T_LIVE) {
 			sm_free_to_slab(s, p);
 		} else {
-			if (tc->state == T_NEW)
-				sm_thread_start(tc);
-			if (t->count >= t->limit)
-				sm_flush(tc, s->cls, FLUSH_KEEP < t->limit / 2 ? FLUSH_KEEP : t->limit / 2);
-			fp_set(p, t->head);
-			t->head = p;
-			t->count++;
+			if (b->count >= b->cap)
+				sm_flush(tc, s->cls);
+			b->slots[b->count++] = p;
 		}
 	} else if (!sm_large_free(p)) {
 		sm_fatal("invalid free", p, "(not allocated by slubmalloc)");

@@ -3,12 +3,15 @@
  *
  * DATA STRUCTURES
  *   thread (TLS, struct tcache)          cache (one per size class)       slab (in region header)
- *   cls[c].head -> o -> o -> NULL         lock                             start, size, objects
- *   cls[c].count, .limit                  partial <-> slab <-> slab        carved (owner only)
+ *   bin[c].slots[0..count)  = objects     lock                             start, size, objects
+ *   bin[c].cap                            partial <-> slab <-> slab        carved (owner only)
+ *   spill[c] -> o -> o (encoded chain)
  *   active[c] ----------------------------------------------------------> word = {freelist,
  *                                                                                 counters}
- *   A thread's freelist for class c holds objects of any slabs of c (its active slab's and
- *   others'), at most `limit` of them; objects on it count as "in use" for their slabs.
+ *   A thread's bin for class c (its "sheaf") holds objects of any slabs of c, at most cap of
+ *   them; objects in a bin or a spill chain count as "in use" for their slabs. A full bin
+ *   sends its older half back, grouped by slab (sm_flush); an empty one is refilled from the
+ *   active slab: its spill, its shared freelist (take-all), its untouched objects (carve).
  *
  * THE SHARED WORD: slab->word = { lo: freelist head, hi: counters = inuse (bits 0-31) |
  *   frozen (bit 32) }, 16-byte aligned, changed only with cas16() (lock cmpxchg16b).
@@ -34,11 +37,13 @@
  *   order of the CASes that decided them. Freezing from the partial list also holds the lock.
  *
  * WHO WRITES WHAT
- *   tcache: its thread only (plain loads and stores; no atomics on the fastpath).
+ *   tcache: its thread only (plain loads and stores; no atomics on the fastpath); the orphan
+ *   tcache (alloc.c) under its lock. Slot memory blocks: a pool under block_lock.
  *   slab line 0: fixed at creation; carved by the freezing owner; next/prev/on_partial under
  *   the cache lock. slab->word: cas16 only. cache partial/nr_*: under the cache lock.
  *   region free_mask/map/list: under the page lock (region.c).
- * LOCK ORDER: cache lock -> page lock. Large and orphan locks are never nested with them.
+ * LOCK ORDER: orphan lock -> cache lock -> page lock. The large and block locks are never held
+ * with another lock.
  */
 #include <sched.h>
 #include <string.h>
@@ -214,36 +219,47 @@ static struct slab *freeze_partial(struct cache *c, void **head, uint32_t *n)
 	return s;
 }
 
-/* The thread's freelist for cls is empty: fill it from the active slab (its remote frees
- * first, then untouched objects), else from a partial slab, else from a new slab. Returns one
- * object for the caller, or NULL (ENOMEM). */
+/* Move up to n objects from the spill chain into the bin. */
+static void take_spill(struct tcache *tc, unsigned cls, uint32_t n)
+{
+	struct bin *b = &tc->bin[cls];
+	void *o = tc->spill[cls];
+	while (o && n--) {
+		b->slots[b->count++] = o;
+		o = fp_get(o);
+	}
+	tc->spill[cls] = o;
+}
+
+/* The thread's bin for cls is empty: fill half of it from one source, in this order: the spill
+ * chain, the active slab's shared freelist (take-all), its untouched objects (carve), a partial
+ * slab, a new slab. Returns one object for the caller, or NULL (ENOMEM). */
 void *sm_refill(struct tcache *tc, unsigned cls)
 {
 	struct cache *c = &sm_g.caches[cls];
-	struct tfree *t = &tc->cls[cls];
-	void *head = NULL, *tail;
-	uint32_t n = 0;
-	for (;;) {
+	struct bin *b = &tc->bin[cls];
+	uint32_t want = b->cap / 2 ? b->cap / 2 : 1, n;
+	while (!b->count) {
+		if (tc->spill[cls]) {
+			take_spill(tc, cls, want);
+			break;
+		}
 		struct slab *s = tc->active[cls];
 		if (s) {
-			if ((head = sm_slab_take_all(s, &n)))
-				break;
-			if ((head = sm_slab_carve(s, c->limit / 2 + 1, &tail, &n)))
+			if ((tc->spill[cls] = sm_slab_take_all(s, &n)))
+				continue;
+			if ((b->count = sm_slab_carve(s, b->slots, want)))
 				break;
 			if (!unfreeze_full(s))
 				continue;
 			tc->active[cls] = NULL;
 		}
-		s = freeze_partial(c, &head, &n);
+		s = freeze_partial(c, &tc->spill[cls], &n);
 		if (!s && !(s = sm_slab_new(c)))
 			return NULL;
 		tc->active[cls] = s;
-		if (head)
-			break;
 	}
-	t->head = fp_get(head);
-	t->count = n - 1;
-	return head;
+	return b->slots[--b->count];
 }
 
 /* A group of objects of one slab, chained, on its way back (the detached freelist). */
@@ -253,62 +269,116 @@ struct group {
 	uint32_t n;
 };
 
+/* Open groups while objects are sorted by slab (the kernel's detached freelist, with a
+ * look-ahead of FLUSH_GROUPS slabs); a full table is pushed and started again. */
+struct detached {
+	struct group g[FLUSH_GROUPS];
+	unsigned ng, last;
+};
+
+static void detached_push(struct detached *d)
+{
+	for (unsigned k = 0; k < d->ng; k++)
+		sm_push_chain(d->g[k].s, d->g[k].head, d->g[k].tail, d->g[k].n);
+	d->ng = d->last = 0;
+}
+
+static inline void detached_add(struct detached *d, void *o)
+{
+	struct slab *s = slab_of((uintptr_t)o);
+	unsigned i = d->last;
+	if (d->ng == 0 || d->g[i].s != s) {
+		for (i = 0; i < d->ng && d->g[i].s != s; i++)
+			;
+		if (i == d->ng) {
+			if (d->ng == FLUSH_GROUPS)
+				detached_push(d);
+			i = d->ng++;
+			d->g[i] = (struct group){.s = s, .head = NULL, .tail = o, .n = 0};
+		}
+		d->last = i;
+	}
+	fp_set(o, d->g[i].head);
+	d->g[i].head = o;
+	d->g[i].n++;
+}
+
 /* Return a chain of objects of any slabs to their slabs: one push per slab group. */
 void sm_free_chain(void *o)
 {
-	struct group g[FLUSH_GROUPS];
-	unsigned ng = 0, last = 0;
+	struct detached d = {.ng = 0};
 	while (o) {
 		void *next = fp_get(o);
-		struct slab *s = slab_of((uintptr_t)o);
-		unsigned i = last;
-		if (ng == 0 || g[i].s != s) {
-			for (i = 0; i < ng && g[i].s != s; i++)
-				;
-			if (i == ng) {
-				if (ng == FLUSH_GROUPS) {
-					for (unsigned k = 0; k < ng; k++)
-						sm_push_chain(g[k].s, g[k].head, g[k].tail, g[k].n);
-					ng = i = 0;
-				}
-				g[ng++] = (struct group){.s = s, .head = NULL, .tail = o, .n = 0};
-			}
-			last = i;
-		}
-		fp_set(o, g[i].head);
-		g[i].head = o;
-		g[i].n++;
+		detached_add(&d, o);
 		o = next;
 	}
-	for (unsigned k = 0; k < ng; k++)
-		sm_push_chain(g[k].s, g[k].head, g[k].tail, g[k].n);
+	detached_push(&d);
 }
 
-/* Keep the first `keep` objects (the most recently freed, hot ones) of the thread's freelist,
- * return the rest to their slabs. */
-void sm_flush(struct tcache *tc, unsigned cls, uint32_t keep)
+void sm_free_array(void **v, size_t n)
 {
-	struct tfree *t = &tc->cls[cls];
-	void *rest = t->head;
-	if (keep == 0) {
-		t->head = NULL;
-	} else {
-		void *o = t->head;
-		for (uint32_t i = 1; i < keep && o; i++)
-			o = fp_get(o);
-		if (!o)
-			return;
-		rest = fp_get(o);
-		fp_set(o, NULL);
-	}
-	t->count = keep < t->count ? keep : t->count;
-	sm_free_chain(rest);
+	struct detached d = {.ng = 0};
+	for (size_t i = 0; i < n; i++)
+		if (v[i])
+			detached_add(&d, v[i]);
+	detached_push(&d);
+}
+
+/* The bin of cls is full: send its older half back to the slabs. */
+void sm_flush(struct tcache *tc, unsigned cls)
+{
+	struct bin *b = &tc->bin[cls];
+	uint32_t n = b->count / 2 ? b->count / 2 : b->count;
+	sm_free_array(b->slots, n);
+	memmove(b->slots, b->slots + n, (b->count - n) * sizeof(void *));
+	b->count -= n;
+}
+
+/* ---- slot memory: one block per thread, all of one size, recycled through a pool ---- */
+static sm_lock_t block_lock;
+static void **block_pool;   /* blocks linked through their first word */
+
+static size_t block_words(void)
+{
+	size_t w = 0;
+	for (unsigned i = 0; i < NCLASS; i++)
+		w += sm_g.caches[i].cap + 1;
+	return w;
+}
+
+static void **block_get(void)
+{
+	sm_lock(&block_lock);
+	void **blk = block_pool;
+	if (blk)
+		block_pool = *blk;
+	sm_unlock(&block_lock);
+	return blk ? blk : sm_os_map(block_words() * sizeof(void *));
+}
+
+static void block_put(void **blk)
+{
+	sm_lock(&block_lock);
+	*blk = block_pool;
+	block_pool = blk;
+	sm_unlock(&block_lock);
 }
 
 void sm_thread_setup(struct tcache *tc)
 {
-	for (unsigned i = 0; i < NCLASS; i++)
-		tc->cls[i].limit = sm_g.caches[i].limit;
+	void **blk = block_get();
+	if (!blk) {
+		tc->state = T_DEAD; /* no cache: frees go straight to slabs, mallocs to the orphan */
+		return;
+	}
+	tc->block = blk;
+	for (unsigned i = 0; i < NCLASS; i++) {
+		blk[0] = NULL; /* the guard before slots[0] */
+		tc->bin[i].slots = blk + 1;
+		tc->bin[i].count = 0;
+		tc->bin[i].cap = sm_g.caches[i].cap;
+		blk += sm_g.caches[i].cap + 1;
+	}
 	tc->state = T_LIVE;
 }
 
@@ -338,18 +408,24 @@ static void unfreeze_active(struct slab *s)
 void sm_thread_teardown(struct tcache *tc)
 {
 	for (unsigned i = 0; i < NCLASS; i++) {
-		sm_flush(tc, i, 0);
-		tc->cls[i].limit = 0;
+		sm_free_array(tc->bin[i].slots, tc->bin[i].count);
+		tc->bin[i].count = tc->bin[i].cap = 0;
+		sm_free_chain(tc->spill[i]);
+		tc->spill[i] = NULL;
 	}
 	for (unsigned i = 0; i < NCLASS; i++) {
 		if (tc->active[i])
 			unfreeze_active(tc->active[i]);
 		tc->active[i] = NULL;
 	}
+	if (tc->block)
+		block_put(tc->block);
+	tc->block = NULL;
 }
 
 void sm_caches_lock_all(void)
 {
+	sm_lock(&block_lock);
 	for (unsigned i = 0; i < NCLASS; i++)
 		sm_lock(&sm_g.caches[i].lock);
 }
@@ -359,4 +435,5 @@ void sm_caches_unlock_all(bool reinit)
 	(void)reinit; /* the child's lock words are plain ints: unlocking is re-initialising */
 	for (unsigned i = 0; i < NCLASS; i++)
 		sm_unlock(&sm_g.caches[i].lock);
+	sm_unlock(&block_lock);
 }

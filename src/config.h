@@ -20,11 +20,10 @@
 #define NCLASS (NCLASS_TINY + 8 * CLASSES_PER_DOUBLING) /* 72 size classes up to 32 KiB */
 #define CLASS_INDEX_MAX (MAX_SMALL / MIN_ALIGN) /* class_of[] covers (size+15)/16 */
 
-#define TCACHE_BYTES 65536                      /* bytes a thread caches per class before flush */
+#define TCACHE_BYTES 16384                      /* bytes a thread caches per class */
 #define TCACHE_MIN 4                            /* ... but at least this many objects */
-#define TCACHE_MAX 512                          /* ... and at most this many */
+#define TCACHE_MAX 128                          /* ... and at most this many */
 #define FLUSH_GROUPS 8                          /* open slab groups while flushing (look-ahead) */
-#define FLUSH_KEEP 32                           /* newest (cache-hot) objects a flush keeps */
 
 #define EMPTY_RESERVE 2                         /* empty slabs a cache keeps (min_partial) */
 #define DIRTY_MAX (32UL << 20)                  /* freed slab pages kept resident, at most */

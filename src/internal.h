@@ -59,7 +59,7 @@ struct cache {
 	uint32_t size;         /* object size */
 	uint32_t objects;      /* objects per slab */
 	uint32_t pages;        /* slab pages per slab */
-	uint32_t limit;        /* thread cache bound (objects) */
+	uint32_t cap;          /* thread cache slots (objects) */
 	uint64_t recip;
 	uint16_t cls;
 	struct slab *partial;  /* slabs with free objects, not frozen */
@@ -69,19 +69,22 @@ struct cache {
 	char name[32];
 } __attribute__((aligned(64)));
 
-/* The per-thread fastpath state for one class ("kmem_cache_cpu"). */
-struct tfree {
-	void *head;      /* encoded singly linked freelist, owned by this thread */
-	uint32_t count;  /* objects on it */
-	uint32_t limit;  /* flush when count would pass it; 0 until the thread is set up */
+/* The per-thread object cache of one class ("kmem_cache_cpu", shaped as the kernel's sheaves):
+ * an array of object pointers. malloc pops slots[count - 1], free pushes slots[count]. */
+struct bin {
+	void **slots;    /* slots[-1] is a NULL guard (the double-free check reads it) */
+	uint32_t count;  /* objects in slots[0, count) */
+	uint32_t cap;    /* 0 until the thread is set up, and again after it exits */
 };
 
 enum tstate { T_NEW = 0, T_LIVE = 1, T_DEAD = 2 };
 
 struct tcache {
-	struct tfree cls[NCLASS + 1]; /* fastpath: pop/push here only; [NCLASS] stays empty
-				       * with limit 0: typed-cache objects (cls NCLASS) go slow */
+	struct bin bin[NCLASS + 1];   /* fastpath: pop/push here only; bin[NCLASS] stays empty
+				       * with cap 0: typed-cache objects (cls NCLASS) go slow */
+	void *spill[NCLASS];          /* encoded chain: a take-all's objects beyond the array */
 	struct slab *active[NCLASS];  /* slowpath: the frozen slab refills come from */
+	void **block;                 /* the memory of all slots arrays */
 	uint32_t state;               /* enum tstate */
 };
 
@@ -159,16 +162,17 @@ void sm_region_unlock_all(bool reinit);
 /* "slab.c" */
 void sm_cache_setup(struct cache *c, const char *name, uint32_t size, uint16_t cls);
 struct slab *sm_slab_new(struct cache *c);     /* frozen, nothing carved */
-void *sm_slab_carve(struct slab *s, uint32_t n, void **tail, uint32_t *got);
+uint32_t sm_slab_carve(struct slab *s, void **out, uint32_t n); /* owner; addresses only */
 
 /* "cache.c": the slow paths (the concurrency rules live at its top) */
 void *sm_refill(struct tcache *tc, unsigned cls);
-void sm_flush(struct tcache *tc, unsigned cls, uint32_t keep);
+void sm_flush(struct tcache *tc, unsigned cls);  /* the older half of a full bin */
 void sm_free_to_slab(struct slab *s, void *obj);  /* one object, any thread, no thread cache */
 void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n);
 void *sm_slab_take_all(struct slab *s, uint32_t *n); /* owner of frozen s; NULL if none */
 void sm_free_chain(void *head);                   /* objects of any slabs, grouped by slab */
-void sm_thread_setup(struct tcache *tc);
+void sm_free_array(void **v, size_t n);           /* the same for an array (NULLs skipped) */
+void sm_thread_setup(struct tcache *tc);          /* T_LIVE, or T_DEAD without memory */
 void sm_thread_teardown(struct tcache *tc);
 void sm_caches_lock_all(void);
 void sm_caches_unlock_all(bool reinit);

@@ -3,7 +3,8 @@
  * allow). A new slab is frozen for the thread that made it, with nothing carved: objects are
  * linked into freelists lazily, a batch at a time (sm_slab_carve), so untouched objects cost no
  * RSS. Invariant: objects [0, carved) have been handed out at least once; [carved, objects)
- * have never been touched and are not on any freelist. Only the owner of a frozen slab carves. */
+ * have never been touched and are not on any freelist. Only the owner of a frozen slab carves,
+ * straight into its thread cache's array. */
 #include <string.h>
 
 #include "internal.h"
@@ -30,8 +31,8 @@ void sm_cache_setup(struct cache *c, const char *name, uint32_t size, uint16_t c
 	c->pages = pages_for(size);
 	c->objects = (uint32_t)(((uint64_t)c->pages << SPAGE_SHIFT) / size);
 	c->recip = ((1ULL << 40) + size - 1) / size;
-	uint32_t lim = TCACHE_BYTES / size;
-	c->limit = lim < TCACHE_MIN ? TCACHE_MIN : lim > TCACHE_MAX ? TCACHE_MAX : lim;
+	uint32_t cap = TCACHE_BYTES / size;
+	c->cap = cap < TCACHE_MIN ? TCACHE_MIN : cap > TCACHE_MAX ? TCACHE_MAX : cap;
 	size_t n = strlen(name);
 	if (n >= sizeof c->name)
 		n = sizeof c->name - 1;
@@ -58,22 +59,16 @@ struct slab *sm_slab_new(struct cache *c)
 	return s;
 }
 
-/* Link up to n never-used objects of s, in address order; returns the head (NULL when none
- * are left), the tail in *tail and the count in *got. Owner only. */
-void *sm_slab_carve(struct slab *s, uint32_t n, void **tail, uint32_t *got)
+/* Hand out up to n never-used objects of s, in address order, as addresses in out[]: nothing
+ * is written to them. Returns how many. Owner only. */
+uint32_t sm_slab_carve(struct slab *s, void **out, uint32_t n)
 {
 	uint32_t left = s->objects - s->carved;
 	if (n > left)
 		n = left;
-	*got = n;
-	if (!n)
-		return NULL;
-	char *first = s->start + (size_t)s->carved * s->size;
-	char *p = first;
-	for (uint32_t i = 1; i < n; i++, p += s->size)
-		fp_set(p, p + s->size);
-	fp_set(p, NULL);
-	*tail = p;
+	char *p = s->start + (size_t)s->carved * s->size;
+	for (uint32_t i = 0; i < n; i++, p += s->size)
+		out[i] = p;
 	s->carved += n;
-	return first;
+	return n;
 }

@@ -57,12 +57,8 @@ int main(void)
 	nobj = s->objects;
 	objs = malloc(nobj * sizeof *objs);
 	unsigned char *seen = malloc(nobj);
-	void *tail;
-	uint32_t got;
-	char *o = sm_slab_carve(s, nobj, &tail, &got);
+	uint32_t got = sm_slab_carve(s, objs, nobj);
 	CHECK(got == nobj, "carved %u of %u", got, nobj);
-	for (uint32_t i = 0; i < nobj; i++)
-		objs[i] = o + (size_t)i * s->size;
 
 	pthread_t t[PUSHERS];
 	for (int i = 0; i < PUSHERS; i++)
