@@ -7,6 +7,7 @@
  * simply never used again (their objects stay allocated in the child).
  * Thread exit: the key's destructor hands the thread's objects and active slabs back and marks
  * the thread dead; later calls from it use the orphan cache (alloc.c). */
+#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@ static sm_lock_t init_lock;
 static pthread_key_t exit_key;
 static int exit_key_ok;
 static int opt_stats;
+static int stats_fd = 2; /* a duplicate of stderr: programs may close fd 2 before exit */
 
 extern char **environ;
 
@@ -69,7 +71,7 @@ static void fork_child(void)
 __attribute__((destructor)) static void at_exit_stats(void)
 {
 	if (opt_stats)
-		sm_stats_print(2);
+		sm_stats_print(stats_fd);
 }
 
 void sm_init(void)
@@ -98,6 +100,10 @@ void sm_init(void)
 	}
 	const char *v = env("SLUBMALLOC_STATS");
 	opt_stats = v && *v && *v != '0';
+	if (opt_stats) {
+		int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+		stats_fd = fd >= 0 ? fd : 2;
+	}
 	__atomic_store_n(&sm_g.ready, 1, __ATOMIC_RELEASE);
 	sm_unlock(&init_lock);
 

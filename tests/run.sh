@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# tests/run.sh: the README's test command. Installs missing tools with apt-get (as root, only for
+# commands that are absent), configures `build` (release) if needed, builds with ninja, then runs
+# every test: the integration programs under LD_PRELOAD=build/preload/libslubmalloc.so with
+# SLUBMALLOC_EXPECT=1 and SLUBMALLOC_LIB set, tests/real_programs.sh, and every build/tests/**/unit_*
+# executable directly (no preload). Each test runs under `timeout`; one line per test:
+# `PASS name (secs)` or `FAIL name (exit code N)` followed by the last lines of its output
+# (full logs in build/test-logs/). The last line is exactly `N passed, M failed`; the exit status
+# is non-zero if anything failed. A missing preload library fails the preloaded tests.
+set -u
+
+cd "$(dirname "$0")/.." || exit 2
+root=$PWD
+per_test_timeout=${SLUB_TEST_TIMEOUT:-300}
+
+# ---------- tools ----------
+# command:package pairs, installed only when the command is absent
+need=(meson:meson ninja:ninja-build gcc:gcc g++:g++ clang:clang python3:python3 perl:perl git:git
+      sqlite3:sqlite3 sort:coreutils timeout:coreutils nm:binutils ps:procps /usr/bin/time:time)
+missing=()
+for pair in "${need[@]}"; do
+    cmd=${pair%%:*} pkg=${pair#*:}
+    command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    pkgs=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing: $pkgs"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >/dev/null 2>&1 || echo "warning: apt-get update failed"
+        # shellcheck disable=SC2086
+        apt-get install -y -qq $pkgs >/dev/null 2>&1 || echo "warning: apt-get install $pkgs failed"
+    else
+        echo "warning: missing packages (not root or no apt-get): $pkgs"
+    fi
+fi
+
+npass=0 nfail=0
+logdir=$root/build/test-logs
+
+report_fail() { # name reason logfile
+    echo "FAIL $1 ($2)"
+    if [ -n "${3:-}" ] && [ -s "$3" ]; then
+        # the failure lines first (they may be far from the end), then the end of the output
+        if grep -q '^FAIL' "$3"; then
+            grep '^FAIL' "$3" | head -n 12 | sed -e 's/^/    | /'
+            echo "    | ..."
+        fi
+        tail -n 10 "$3" | sed -e 's/^/    | /'
+        echo "    (full output: ${3#"$root"/})"
+    fi
+    nfail=$((nfail + 1))
+}
+
+# ---------- build ----------
+build_ok=1
+mkdir -p build
+blog=$(mktemp "${TMPDIR:-/tmp}/slub_build.XXXXXX")
+if [ ! -f build/build.ninja ]; then
+    if ! meson setup build --buildtype=release >"$blog" 2>&1; then
+        meson setup --wipe build --buildtype=release >"$blog" 2>&1 || build_ok=0
+    fi
+fi
+if [ "$build_ok" = 1 ]; then
+    ninja -C build >>"$blog" 2>&1 || build_ok=0
+fi
+mkdir -p "$logdir"
+cp "$blog" "$logdir/build.log" 2>/dev/null
+rm -f "$blog"
+if [ "$build_ok" = 1 ]; then
+    echo "build: ok"
+else
+    report_fail build "meson/ninja failed" "$logdir/build.log"
+fi
+
+lib=$root/build/preload/libslubmalloc.so
+
+# run_test NAME PRELOAD(0/1) CMD...
+run_test() {
+    local name=$1 preload=$2
+    shift 2
+    local log=$logdir/$name.log
+    if [ "$preload" = 1 ] && [ ! -f "$lib" ]; then
+        report_fail "$name" "preload library build/preload/libslubmalloc.so is missing"
+        return
+    fi
+    if [ ! -e "$1" ] && ! command -v "$1" >/dev/null 2>&1; then
+        report_fail "$name" "test program $1 was not built"
+        return
+    fi
+    local t0 t1 rc
+    t0=$(date +%s.%N)
+    if [ "$preload" = 1 ]; then
+        LD_PRELOAD=$lib SLUBMALLOC_EXPECT=1 SLUBMALLOC_LIB=$lib \
+            timeout -k 10 "$per_test_timeout" "$@" >"$log" 2>&1 </dev/null
+    else
+        env -u LD_PRELOAD SLUBMALLOC_LIB="$lib" \
+            timeout -k 10 "$per_test_timeout" "$@" >"$log" 2>&1 </dev/null
+    fi
+    rc=$?
+    t1=$(date +%s.%N)
+    local secs
+    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1fs", b - a }')
+    if [ "$rc" = 0 ]; then
+        echo "PASS $name ($secs)"
+        npass=$((npass + 1))
+    elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+        report_fail "$name" "timed out after ${per_test_timeout}s, exit code $rc" "$log"
+    else
+        report_fail "$name" "exit code $rc, $secs" "$log"
+    fi
+}
+
+# ---------- integration tests (under the preloaded library) ----------
+for t in api_contract cxx_new stress_mt fork_test rss_test glibc_interpose thread_exit; do
+    run_test "$t" 1 "build/tests/$t"
+done
+
+# real programs: the script itself runs without LD_PRELOAD and preloads SLUBMALLOC_LIB itself
+if [ -f "$lib" ]; then
+    run_test real_programs 0 bash tests/real_programs.sh
+else
+    report_fail real_programs "preload library build/preload/libslubmalloc.so is missing"
+fi
+
+# ---------- unit tests (linked with the engine, no preload) ----------
+if [ -d build/tests ]; then
+    while IFS= read -r u; do
+        run_test "$(basename "$u")" 0 "$u"
+    done < <(find build/tests -type f -name 'unit_*' -perm -u+x ! -path '*.p/*' | sort)
+fi
+
+echo "$npass passed, $nfail failed"
+[ "$nfail" = 0 ]
