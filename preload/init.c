@@ -2,7 +2,7 @@
  * whichever thread makes it, before main if need be; it never allocates: no dlsym, no stdio,
  * options read by walking environ. Then, with the engine ready (so that a malloc they may make
  * works), it registers the fork handlers and the thread-exit key.
- * fork: prepare takes every lock (orphan -> caches -> pages -> large); parent and child release
+ * fork: prepare takes every lock (orphan -> typed -> caches -> pages -> large); parent and child release
  * them. The child keeps the forking thread's cache; other threads' caches and active slabs are
  * simply never used again (their objects stay allocated in the child).
  * Thread exit: the key's destructor hands the thread's objects and active slabs back and marks
@@ -47,6 +47,7 @@ static void thread_exit(void *arg)
 static void fork_prepare(void)
 {
 	sm_orphan_lock_all();
+	sm_typed_lock_all();
 	sm_caches_lock_all();
 	sm_region_lock_all();
 	sm_large_lock_all();
@@ -57,6 +58,7 @@ static void fork_parent(void)
 	sm_large_unlock_all(false);
 	sm_region_unlock_all(false);
 	sm_caches_unlock_all(false);
+	sm_typed_unlock_all(false);
 	sm_orphan_unlock_all(false);
 }
 
@@ -65,6 +67,7 @@ static void fork_child(void)
 	sm_large_unlock_all(true);
 	sm_region_unlock_all(true);
 	sm_caches_unlock_all(true);
+	sm_typed_unlock_all(true);
 	sm_orphan_unlock_all(true);
 }
 

@@ -67,7 +67,7 @@ void sm_free_slow(void *p)
 			sm_fatal("double free", p, s->cache->name);
 		if (tc->state == T_NEW)
 			sm_thread_start(tc);
-		if (s->cls >= NCLASS || tc->state != T_LIVE) {
+		if (tc->state != T_LIVE || !b->cap) {
 			sm_free_to_slab(s, p);
 		} else {
 			if (b->count >= b->cap)

@@ -48,6 +48,7 @@
 #include <sched.h>
 #include <string.h>
 
+#include "fastpath.h"
 #include "internal.h"
 
 void sm_lock_slow(sm_lock_t *l)
@@ -123,9 +124,31 @@ static bool slab_became_empty(struct cache *c, struct slab *s)
 
 static void slab_release(struct cache *c, struct slab *s)
 {
-	__atomic_fetch_sub(&c->nr_slabs, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&sm_stat_slabs_freed, 1, __ATOMIC_RELAXED);
 	sm_pages_free(s);
+	if (__atomic_sub_fetch(&c->nr_slabs, 1, __ATOMIC_ACQ_REL) == 0 && c->cls >= NCLASS)
+		sm_typed_gone(c);
+}
+
+/* Free every empty slab c keeps on its partial list (kmem_cache_shrink). */
+void sm_cache_shrink(struct cache *c)
+{
+	for (;;) {
+		sm_lock(&c->lock);
+		struct slab *s = c->partial;
+		for (uint32_t i = 0; s && i < c->nr_partial; i++, s = s->next)
+			if (SLAB_INUSE(s->word.hi) == 0)
+				break;
+		if (!s || SLAB_INUSE(s->word.hi) != 0) {
+			sm_unlock(&c->lock);
+			return;
+		}
+		/* empty and unfrozen: nobody holds one of its objects, so nobody frees into it */
+		partial_remove(c, s);
+		c->nr_empty--;
+		sm_unlock(&c->lock);
+		slab_release(c, s);
+	}
 }
 
 /* Push the chain head..tail (n objects of s, linked with fp_set) onto s's shared freelist. */
@@ -219,47 +242,56 @@ static struct slab *freeze_partial(struct cache *c, void **head, uint32_t *n)
 	return s;
 }
 
-/* Move up to n objects from the spill chain into the bin. */
-static void take_spill(struct tcache *tc, unsigned cls, uint32_t n)
+/* Move up to n objects of the spill chain of cls to out[]; returns how many. */
+static uint32_t take_spill(struct tcache *tc, unsigned cls, void **out, uint32_t n)
 {
-	struct bin *b = &tc->bin[cls];
 	void *o = tc->spill[cls];
-	while (o && n--) {
-		b->slots[b->count++] = o;
+	uint32_t k = 0;
+	for (; o && k < n; k++) {
+		out[k] = o;
 		o = fp_get(o);
 	}
 	tc->spill[cls] = o;
+	return k;
 }
 
-/* The thread's bin for cls is empty: fill half of it from one source, in this order: the spill
+/* Put between 1 and want objects of cls into out[], from one source, in this order: the spill
  * chain, the active slab's shared freelist (take-all), its untouched objects (carve), a partial
- * slab, a new slab. Returns one object for the caller, or NULL (ENOMEM). */
-void *sm_refill(struct tcache *tc, unsigned cls)
+ * slab, a new slab. Returns how many; 0 only when memory is exhausted (ENOMEM). */
+uint32_t sm_fill(struct tcache *tc, unsigned cls, void **out, uint32_t want)
 {
-	struct cache *c = &sm_g.caches[cls];
-	struct bin *b = &tc->bin[cls];
-	uint32_t want = b->cap / 2 ? b->cap / 2 : 1, n;
-	while (!b->count) {
-		if (tc->spill[cls]) {
-			take_spill(tc, cls, want);
-			break;
-		}
+	struct cache *c = cache_of(cls);
+	uint32_t n;
+	for (;;) {
+		if (tc->spill[cls])
+			return take_spill(tc, cls, out, want);
 		struct slab *s = tc->active[cls];
 		if (s) {
 			if ((tc->spill[cls] = sm_slab_take_all(s, &n)))
 				continue;
-			if ((b->count = sm_slab_carve(s, b->slots, want)))
-				break;
+			if ((n = sm_slab_carve(s, out, want))) {
+				if (c->ctor)
+					for (uint32_t i = 0; i < n; i++)
+						c->ctor(out[i]);
+				return n;
+			}
 			if (!unfreeze_full(s))
 				continue;
 			tc->active[cls] = NULL;
 		}
 		s = freeze_partial(c, &tc->spill[cls], &n);
 		if (!s && !(s = sm_slab_new(c)))
-			return NULL;
+			return 0;
 		tc->active[cls] = s;
 	}
-	return b->slots[--b->count];
+}
+
+/* The thread's bin for cls is empty: fill half of it. One object for the caller, or NULL. */
+void *sm_refill(struct tcache *tc, unsigned cls)
+{
+	struct bin *b = &tc->bin[cls];
+	b->count = sm_fill(tc, cls, b->slots, b->cap / 2 ? b->cap / 2 : 1);
+	return b->count ? b->slots[--b->count] : NULL;
 }
 
 /* A group of objects of one slab, chained, on its way back (the detached freelist). */
@@ -403,20 +435,35 @@ static void unfreeze_active(struct slab *s)
 		slab_release(c, s);
 }
 
+/* Return a bin's objects, its spill chain and its active slab (unfrozen) to the slabs. */
+void sm_bin_drop(struct tcache *tc, unsigned cls)
+{
+	struct bin *b = &tc->bin[cls];
+	sm_free_array(b->slots, b->count);
+	b->count = 0;
+	sm_free_chain(tc->spill[cls]);
+	tc->spill[cls] = NULL;
+	if (tc->active[cls])
+		unfreeze_active(tc->active[cls]);
+	tc->active[cls] = NULL;
+}
+
 /* Thread exit: every cached object goes back to its slab, every active slab is unfrozen.
- * Objects other threads still hold stay reachable through their slabs' shared lists. */
+ * Objects other threads still hold stay reachable through their slabs' shared lists. The
+ * typed bins' arrays are ordinary malloc blocks, freed while the size-class bins still work. */
 void sm_thread_teardown(struct tcache *tc)
 {
-	for (unsigned i = 0; i < NCLASS; i++) {
-		sm_free_array(tc->bin[i].slots, tc->bin[i].count);
-		tc->bin[i].count = tc->bin[i].cap = 0;
-		sm_free_chain(tc->spill[i]);
-		tc->spill[i] = NULL;
+	for (unsigned i = NCLASS; i < NBINS; i++) {
+		if (!tc->bin[i].slots)
+			continue;
+		sm_bin_drop(tc, i);
+		sm_free_fast(tc->bin[i].slots - 1);
+		tc->bin[i].slots = NULL;
+		tc->bin[i].cap = 0;
 	}
 	for (unsigned i = 0; i < NCLASS; i++) {
-		if (tc->active[i])
-			unfreeze_active(tc->active[i]);
-		tc->active[i] = NULL;
+		sm_bin_drop(tc, i);
+		tc->bin[i].cap = 0;
 	}
 	if (tc->block)
 		block_put(tc->block);

@@ -36,7 +36,7 @@ struct slab {
 	uint32_t size;            /* object size */
 	uint32_t objects;         /* objects per slab */
 	uint32_t carved;          /* objects handed out at least once; the rest are untouched */
-	uint16_t cls;             /* size class (NCLASS for typed caches: no thread cache) */
+	uint16_t cls;             /* bin index: size class, or NCLASS + id for a typed cache */
 	uint8_t pages;            /* 64 KiB pages spanned */
 	uint8_t on_partial;       /* on cache->partial (cache lock) */
 	struct slab *next, *prev; /* cache->partial links (cache lock) */
@@ -65,7 +65,10 @@ struct cache {
 	struct slab *partial;  /* slabs with free objects, not frozen */
 	uint32_t nr_partial;   /* slabs on the partial list */
 	uint32_t nr_empty;     /* of them, slabs with no object in use */
-	uint64_t nr_slabs;     /* slabs alive (cache lock for typed caches; atomics otherwise) */
+	uint64_t nr_slabs;     /* slabs alive (atomic adds) */
+	void (*ctor)(void *);  /* typed caches: run on each object when it is first carved */
+	unsigned flags;        /* typed caches: SLUB_* flags */
+	int dead;              /* typed caches: destroyed, freed when its last slab goes */
 	char name[32];
 } __attribute__((aligned(64)));
 
@@ -80,11 +83,10 @@ struct bin {
 enum tstate { T_NEW = 0, T_LIVE = 1, T_DEAD = 2 };
 
 struct tcache {
-	struct bin bin[NCLASS + 1];   /* fastpath: pop/push here only; bin[NCLASS] stays empty
-				       * with cap 0: typed-cache objects (cls NCLASS) go slow */
-	void *spill[NCLASS];          /* encoded chain: a take-all's objects beyond the array */
-	struct slab *active[NCLASS];  /* slowpath: the frozen slab refills come from */
-	void **block;                 /* the memory of all slots arrays */
+	struct bin bin[NBINS];        /* fastpath: pop/push here only; typed bins start unset */
+	void *spill[NBINS];           /* encoded chain: a take-all's objects beyond the array */
+	struct slab *active[NBINS];   /* slowpath: the frozen slab refills come from */
+	void **block;                 /* the memory of the size classes' slots arrays */
 	uint32_t state;               /* enum tstate */
 };
 
@@ -98,6 +100,12 @@ struct sm_global {
 extern struct sm_global sm_g;
 extern uint64_t sm_region_bits[NREGION_SLOTS / 64]; /* 1 bit per 4 MiB of address space */
 extern uint8_t sm_class_of[CLASS_INDEX_MAX + 1]; /* (size+15)>>4 -> class */
+extern struct cache *sm_typed[MAX_TYPED];        /* typed caches by id (typed.c) */
+
+static inline struct cache *cache_of(unsigned cls)
+{
+	return cls < NCLASS ? &sm_g.caches[cls] : sm_typed[cls - NCLASS];
+}
 extern __thread struct tcache sm_tc TLS_IE;
 
 /* ---- free pointer encoding (CONFIG_SLAB_FREELIST_HARDENED): ptr ^ secret ^ swab(&slot) ---- */
@@ -156,6 +164,7 @@ unsigned sm_class_for_align(size_t size, size_t align); /* NCLASS when none fits
 struct slab *sm_pages_alloc(unsigned pages);   /* a descriptor with start/pages set, or NULL */
 void sm_pages_free(struct slab *s);            /* free; purged later, in batches */
 void sm_pages_purge_all(void);                 /* purge every free page now */
+void sm_slabs_census(const struct cache *c, uint64_t *inuse, uint64_t *frozen); /* all slabs */
 void sm_region_lock_all(void);
 void sm_region_unlock_all(bool reinit);
 
@@ -165,6 +174,7 @@ struct slab *sm_slab_new(struct cache *c);     /* frozen, nothing carved */
 uint32_t sm_slab_carve(struct slab *s, void **out, uint32_t n); /* owner; addresses only */
 
 /* "cache.c": the slow paths (the concurrency rules live at its top) */
+uint32_t sm_fill(struct tcache *tc, unsigned cls, void **out, uint32_t want);
 void *sm_refill(struct tcache *tc, unsigned cls);
 void sm_flush(struct tcache *tc, unsigned cls);  /* the older half of a full bin */
 void sm_free_to_slab(struct slab *s, void *obj);  /* one object, any thread, no thread cache */
@@ -173,9 +183,16 @@ void *sm_slab_take_all(struct slab *s, uint32_t *n); /* owner of frozen s; NULL 
 void sm_free_chain(void *head);                   /* objects of any slabs, grouped by slab */
 void sm_free_array(void **v, size_t n);           /* the same for an array (NULLs skipped) */
 void sm_thread_setup(struct tcache *tc);          /* T_LIVE, or T_DEAD without memory */
+void sm_bin_drop(struct tcache *tc, unsigned cls); /* bin, spill and active slab back */
+void sm_cache_shrink(struct cache *c);            /* free its empty slabs now */
 void sm_thread_teardown(struct tcache *tc);
 void sm_caches_lock_all(void);
 void sm_caches_unlock_all(bool reinit);
+
+/* "typed.c": typed object caches */
+void sm_typed_gone(struct cache *c);          /* a dead typed cache lost its last slab */
+void sm_typed_lock_all(void);
+void sm_typed_unlock_all(bool reinit);
 
 /* "large.c": allocations above MAX_SMALL, straight from mmap */
 void *sm_large_alloc(size_t size, size_t align, bool zero);

@@ -135,3 +135,23 @@ void sm_region_unlock_all(bool reinit)
 	(void)reinit;
 	sm_unlock(&page_lock);
 }
+
+/* Objects in use in c's unfrozen slabs, and how many of its slabs are frozen (some thread's
+ * active slab: their objects may sit in that thread's cache). A walk over every region. */
+void sm_slabs_census(const struct cache *c, uint64_t *inuse, uint64_t *frozen)
+{
+	*inuse = *frozen = 0;
+	sm_lock(&page_lock);
+	for (struct region *r = regions; r; r = r->next)
+		for (unsigned i = 1; i < REGION_PAGES; i++) {
+			struct slab *s = r->map[i];
+			if (!s || s != &r->slabs[i] || s->cache != c)
+				continue;
+			uint64_t hi = __atomic_load_n(&s->word.hi, __ATOMIC_RELAXED);
+			if (hi & SLAB_FROZEN)
+				++*frozen;
+			else
+				*inuse += SLAB_INUSE(hi);
+		}
+	sm_unlock(&page_lock);
+}
