@@ -2,7 +2,7 @@
  *   malloc(n)  -> sm_alloc_fast: class = sm_class_of[(n+15)/16]; pop the thread's bin
  *                 -> empty (or n > MAX_SMALL, or thread not set up): sm_alloc_slow (alloc.c)
  *                      -> sm_refill (cache.c): spill / take-all / carve / partial / new slab
- *   free(p)    -> sm_free_fast: region bit, page -> slab, object index check; push p on the
+ *   free(p)    -> sm_free_fast: region bit, page descriptor, object index check; push p on the
  *                 thread's bin of the slab's class
  *                 -> not ours, bin full, p already on top, thread not set up: sm_free_slow
  *                      -> sm_flush -> sm_free_array -> sm_push_chain (one cas16 per slab)
@@ -31,8 +31,8 @@ static inline void sm_free_fast(void *p)
 {
 	uintptr_t a = (uintptr_t)p;
 	if (likely(region_is_ours(a))) {
-		struct slab *s = slab_of(a);
-		if (likely(s && slab_index(s, a) != UINT32_MAX)) {
+		struct slab *s = page_desc(a);
+		if (likely(slab_index(s, a) != UINT32_MAX)) {
 			struct bin *b = &sm_tc.bin[s->cls];
 			uint32_t n = b->count;
 			if (likely(n < b->cap && (b->slots + n)[-1] != p)) {

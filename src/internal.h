@@ -27,9 +27,14 @@ typedef struct {
 
 struct cache;
 
-/* A slab descriptor ("struct slab"), out of band in its region's header page. */
+/* A slab descriptor ("struct slab"), out of band in its region's header page, one per page.
+ * A slab of several pages is described by the descriptor of its first page (the head); the
+ * descriptors of its other pages carry copies of the read-only fields (start .. pages) and
+ * head, so free() finds what it needs at an address it computes, without a load. A page that
+ * belongs to no slab has objects == 0, which every object check rejects. */
 struct slab {
 	/* line 0: set when the slab is made; carved by the owner; links under the cache lock */
+	struct slab *head;        /* the descriptor of the slab's first page (itself if first) */
 	char *start;              /* first object (the slab's first page) */
 	struct cache *cache;      /* the cache whose objects it holds */
 	uint64_t recip;           /* ceil(2^40 / size): offset -> index without a division */
@@ -39,7 +44,7 @@ struct slab {
 	uint16_t cls;             /* bin index: size class, or NCLASS + id for a typed cache */
 	uint8_t pages;            /* 64 KiB pages spanned */
 	uint8_t on_partial;       /* on cache->partial (cache lock) */
-	struct slab *next, *prev; /* cache->partial links (cache lock) */
+	struct slab *next, *prev; /* cache->partial links (cache lock); head only */
 	/* line 1: the shared word, changed only by cas16() (or by its freezing owner's reads) */
 	dword_t word __attribute__((aligned(64))); /* lo: freelist head, hi: counters */
 } __attribute__((aligned(64)));
@@ -130,6 +135,13 @@ static inline struct slab *slab_of(uintptr_t a)
 {
 	struct region *r = (struct region *)(a & ~(REGION_SIZE - 1));
 	return r->map[(a >> SPAGE_SHIFT) & (REGION_PAGES - 1)];
+}
+/* The descriptor of a's page (a in a region of ours): computed, not loaded; for reads of the
+ * read-only fields and slab_index() only (mutable state lives in ->head). */
+static inline struct slab *page_desc(uintptr_t a)
+{
+	struct region *r = (struct region *)(a & ~(REGION_SIZE - 1));
+	return &r->slabs[(a >> SPAGE_SHIFT) & (REGION_PAGES - 1)];
 }
 /* The object index of a, or UINT32_MAX when a is not the start of an object of s. */
 static inline uint32_t slab_index(const struct slab *s, uintptr_t a)

@@ -75,11 +75,13 @@ struct slab *sm_pages_alloc(unsigned pages)
 	dirty_bytes -= (size_t)__builtin_popcountll(r->dirty_mask & bits) << SPAGE_SHIFT;
 	r->dirty_mask &= ~bits;
 	struct slab *s = &r->slabs[at];
-	memset(s, 0, sizeof *s);
+	memset(s, 0, pages * sizeof *s); /* objects 0: not valid until sm_slab_new fills them */
 	s->start = (char *)r + ((size_t)at << SPAGE_SHIFT);
 	s->pages = (uint8_t)pages;
-	for (unsigned i = 0; i < pages; i++)
+	for (unsigned i = 0; i < pages; i++) {
 		r->map[at + i] = s;
+		s[i].head = s;
+	}
 	sm_unlock(&page_lock);
 	return s;
 }
@@ -107,8 +109,10 @@ void sm_pages_free(struct slab *s)
 	unsigned pages = s->pages;
 	uint64_t bits = ((1ULL << pages) - 1) << at;
 	sm_lock(&page_lock);
-	for (unsigned i = 0; i < pages; i++)
+	for (unsigned i = 0; i < pages; i++) {
 		r->map[at + i] = NULL;
+		s[i].objects = 0; /* frees into these pages now fail the object check */
+	}
 	r->free_mask |= bits;
 	r->dirty_mask |= bits;
 	dirty_bytes += (size_t)pages << SPAGE_SHIFT;

@@ -51,6 +51,15 @@ struct slab *sm_slab_new(struct cache *c)
 	s->objects = c->objects;
 	s->cls = c->cls;
 	s->carved = 0;
+	for (unsigned i = 1; i < s->pages; i++) { /* the read-only fields, for page_desc() */
+		s[i].start = s->start;
+		s[i].cache = c;
+		s[i].recip = s->recip;
+		s[i].size = s->size;
+		s[i].objects = s->objects;
+		s[i].cls = s->cls;
+		s[i].pages = s->pages;
+	}
 	/* frozen, every object held by the owner (the untouched ones included) */
 	s->word.lo = 0;
 	s->word.hi = SLAB_FROZEN | c->objects;

@@ -32,6 +32,8 @@ int main(void)
 				CHECK(region_is_ours(a), "object not in a region");
 				CHECK(slab_of(a) == s, "slab_of wrong in %s", ca->name);
 				CHECK(slab_of(a + ca->size - 1) == s, "slab_of(last byte) wrong");
+				CHECK(page_desc(a)->head == s && slab_index(page_desc(a), a) == total,
+				      "page descriptor of object %u in %s", total, ca->name);
 				CHECK(slab_index(s, a) == total, "index %u", total);
 				CHECK(a % MIN_ALIGN == 0, "misaligned object");
 				CHECK(slab_index(s, a + 8) == UINT32_MAX, "interior pointer accepted");
