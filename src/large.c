@@ -1,10 +1,14 @@
-/* large.c: allocations above MAX_SMALL, each its own mapping. A hash table (open addressing,
- * linear probing, backward-shift deletion) maps the address handed out to its mapping, so
- * free() can tell a large block of ours from any other pointer without reading memory in front
- * of it. Freed mappings wait in a small cache (LARGE_CACHE_SLOTS, LARGE_CACHE_BYTES, at most
- * LARGE_CACHE_NS old) so a malloc/free loop of one large size makes no syscall per call.
+/* large.c: allocations above MAX_SMALL, each its own range of pages. A hash table (open
+ * addressing, linear probing, backward-shift deletion) maps the address handed out to its
+ * range, so free() can tell a large block of ours from any other pointer without reading memory
+ * in front of it. Freed ranges wait in a small cache (LARGE_CACHE_SLOTS ranges, at most
+ * LARGE_CACHE_BYTES, each at most LARGE_CACHE_NS old) so that malloc/free of large sizes reuses
+ * resident pages instead of mapping, unmapping and faulting them in again: a request takes the
+ * best-fitting cached range and leaves the rest of it cached, or grows the largest cached range
+ * with mremap (its resident pages move along). Ranges are parts of anonymous mappings, each
+ * inside one mapping, so any of them can be unmapped or remapped on its own.
  * Invariants: everything here is under large_lock, except the syscalls that map or unmap a
- * range no other thread can see; table entries have key != 0; cached mappings are dirty
+ * range no other thread can see; table entries have key != 0; cached ranges are dirty
  * (calloc clears a reused one). */
 #include <errno.h>
 #include <string.h>
@@ -90,8 +94,8 @@ static void erase(struct lentry *e)
 	table_used--;
 }
 
-/* Drop cached mappings older than the delay (all of them when force). Lock held; the ranges
- * to unmap are collected and unmapped by the caller after unlocking. */
+/* Drop cached ranges older than the delay (all of them when force). Lock held; the ranges to
+ * unmap are collected and unmapped by the caller after unlocking. */
 static unsigned expire(struct lcached *out, bool force)
 {
 	uint64_t now = sm_os_now_ns();
@@ -112,35 +116,99 @@ static void unmap_all(struct lcached *v, unsigned n)
 		sm_os_unmap((void *)v[i].base, v[i].len);
 }
 
+/* Take len bytes from the best-fitting cached range; the rest of it stays cached. When no
+ * range is big enough, take the largest one of at least len / 2 whole and say its length in
+ * *have: the caller extends it with mremap, which keeps its resident pages. 0: none fits. */
+static uintptr_t cache_take(size_t len, size_t *have)
+{
+	int best = -1, largest = -1;
+	for (int i = 0; i < LARGE_CACHE_SLOTS; i++) {
+		if (!cached[i].base)
+			continue;
+		if (cached[i].len >= len && (best < 0 || cached[i].len < cached[best].len))
+			best = i;
+		if (largest < 0 || cached[i].len > cached[largest].len)
+			largest = i;
+	}
+	*have = len;
+	if (best < 0) {
+		if (largest < 0 || cached[largest].len < len / 2)
+			return 0;
+		uintptr_t base = cached[largest].base;
+		*have = cached[largest].len;
+		cached_bytes -= *have;
+		cached[largest].base = 0;
+		return base;
+	}
+	uintptr_t base = cached[best].base;
+	cached_bytes -= len;
+	if (cached[best].len > len) {
+		cached[best].base += len;
+		cached[best].len -= len;
+	} else {
+		cached[best].base = 0;
+	}
+	return base;
+}
+
+/* Cache the range m; ranges that no longer fit (slots, bytes: oldest first) go to drop[]
+ * for the caller to unmap. Returns how many. Ranges are not merged with their neighbours: a
+ * merged range could span two mappings, which mremap refuses. */
+static unsigned cache_put(struct lcached m, struct lcached *drop)
+{
+	unsigned nd = 0;
+	if (m.len > LARGE_CACHE_BYTES) {
+		drop[nd++] = m;
+		return nd;
+	}
+	for (;;) {
+		int free_slot = -1, oldest = -1;
+		for (int i = 0; i < LARGE_CACHE_SLOTS; i++) {
+			if (!cached[i].base)
+				free_slot = i;
+			else if (oldest < 0 || cached[i].when < cached[oldest].when)
+				oldest = i;
+		}
+		if (free_slot >= 0 && cached_bytes + m.len <= LARGE_CACHE_BYTES) {
+			cached[free_slot] = m;
+			cached_bytes += m.len;
+			return nd;
+		}
+		drop[nd++] = cached[oldest];
+		cached_bytes -= cached[oldest].len;
+		cached[oldest].base = 0;
+	}
+}
+
 void *sm_large_alloc(size_t size, size_t align, bool zero)
 {
 	if (size > PTRDIFF_MAX - 2 * REGION_SIZE || align > REGION_SIZE * 256)
 		return errno = ENOMEM, NULL;
 	size_t len = (size + PAGE_SIZE_OS - 1) & ~(PAGE_SIZE_OS - 1);
-	struct lcached drop[LARGE_CACHE_SLOTS];
+	struct lcached drop[2 * LARGE_CACHE_SLOTS + 1];
 	uintptr_t base = 0;
-	size_t blen = 0;
-	bool dirty = false;
 
+	size_t have = len;
 	sm_lock(&large_lock);
 	unsigned nd = expire(drop, false);
-	if (align <= PAGE_SIZE_OS) {
-		int best = -1;
-		for (int i = 0; i < LARGE_CACHE_SLOTS; i++)
-			if (cached[i].base && cached[i].len >= len && cached[i].len - len <= len / 4 &&
-			    (best < 0 || cached[i].len < cached[best].len))
-				best = i;
-		if (best >= 0) {
-			base = cached[best].base, blen = cached[best].len, dirty = true;
-			cached_bytes -= blen;
-			cached[best].base = 0;
-		}
-	}
+	if (align <= PAGE_SIZE_OS)
+		base = cache_take(len, &have);
 	sm_unlock(&large_lock);
 	unmap_all(drop, nd);
 
+	if (base && have != len) {
+		void *q = sm_os_remap((void *)base, have, len);
+		if (!q) { /* out of address space: keep the range cached, try a new mapping */
+			struct lcached back = {.base = base, .len = have, .when = sm_os_now_ns()};
+			sm_lock(&large_lock);
+			nd = cache_put(back, drop);
+			sm_unlock(&large_lock);
+			unmap_all(drop, nd);
+		}
+		base = (uintptr_t)q;
+	}
+	bool dirty = base != 0;
 	if (!base) {
-		blen = len;
 		base = (uintptr_t)(align <= PAGE_SIZE_OS ? sm_os_map(len) : sm_os_map_aligned(len, align));
 		if (!base)
 			return errno = ENOMEM, NULL;
@@ -148,22 +216,25 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 	sm_lock(&large_lock);
 	if ((table_used + 1) * 2 > table_cap && grow() < 0) {
 		sm_unlock(&large_lock);
-		sm_os_unmap((void *)base, blen);
+		sm_os_unmap((void *)base, len);
 		return errno = ENOMEM, NULL;
 	}
-	insert_nogrow((struct lentry){.key = base, .base = base, .len = blen});
+	insert_nogrow((struct lentry){.key = base, .base = base, .len = len});
 	sm_stat_large++;
 	sm_unlock(&large_lock);
-	if (zero && dirty)
-		memset((void *)base, 0, size);
+	if (zero && dirty) {
+		if (len >= LARGE_PURGE_ZERO)
+			sm_os_purge((void *)base, len); /* zero pages on demand, not a memset now */
+		else
+			memset((void *)base, 0, size);
+	}
 	return (void *)base;
 }
 
-/* Unregister p; keep its mapping in the cache, or unmap it. False when p is not ours. */
+/* Unregister p; keep its range in the cache, or unmap it. False when p is not ours. */
 bool sm_large_free(void *p)
 {
-	struct lcached drop[LARGE_CACHE_SLOTS + 1];
-	unsigned nd = 0;
+	struct lcached drop[2 * LARGE_CACHE_SLOTS + 1];
 	sm_lock(&large_lock);
 	struct lentry *e = lookup((uintptr_t)p);
 	if (!e) {
@@ -172,36 +243,8 @@ bool sm_large_free(void *p)
 	}
 	struct lcached m = {.base = e->base, .len = e->len, .when = sm_os_now_ns()};
 	erase(e);
-	nd = expire(drop, false);
-	int slot = -1;
-	if (m.len <= LARGE_CACHE_BYTES / 2) {
-		for (int i = 0; i < LARGE_CACHE_SLOTS && slot < 0; i++)
-			if (!cached[i].base)
-				slot = i;
-		if (slot < 0) { /* evict the oldest */
-			slot = 0;
-			for (int i = 1; i < LARGE_CACHE_SLOTS; i++)
-				if (cached[i].when < cached[slot].when)
-					slot = i;
-			drop[nd++] = cached[slot];
-			cached_bytes -= cached[slot].len;
-			cached[slot].base = 0;
-		}
-		/* evict more (oldest first) until the new one fits the byte budget */
-		while (cached_bytes + m.len > LARGE_CACHE_BYTES) {
-			int o = -1;
-			for (int i = 0; i < LARGE_CACHE_SLOTS; i++)
-				if (cached[i].base && (o < 0 || cached[i].when < cached[o].when))
-					o = i;
-			drop[nd++] = cached[o];
-			cached_bytes -= cached[o].len;
-			cached[o].base = 0;
-		}
-		cached[slot] = m;
-		cached_bytes += m.len;
-	} else {
-		drop[nd++] = m;
-	}
+	unsigned nd = expire(drop, false);
+	nd += cache_put(m, drop + nd);
 	sm_unlock(&large_lock);
 	unmap_all(drop, nd);
 	return true;
