@@ -119,6 +119,8 @@ void sm_thread_start(struct tcache *tc)
 {
 	sm_init();
 	sm_thread_setup(tc);
+	if (tc->state == T_LIVE)
+		sm_typed_register(tc);
 	if (exit_key_ok)
 		pthread_setspecific(exit_key, tc);
 }

@@ -54,7 +54,8 @@ SM_EXPORT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 		if ((got += k) == n)
 			return n;
 		size_t want = n - got < UINT32_MAX ? n - got : UINT32_MAX;
-		uint32_t f = sm_fill(tc, cls, ptrs + got, (uint32_t)want);
+		uint32_t f = sm_fill(&sm_g.caches[cls], &tc->spill[cls], &tc->active[cls], ptrs + got,
+				     (uint32_t)want);
 		if (!f)
 			return bulk_fail(got, ptrs);
 		if ((got += f) == n)

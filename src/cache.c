@@ -48,7 +48,6 @@
 #include <sched.h>
 #include <string.h>
 
-#include "fastpath.h"
 #include "internal.h"
 
 void sm_lock_slow(sm_lock_t *l)
@@ -110,7 +109,7 @@ static void partial_remove(struct cache *c, struct slab *s)
  * it and return true: the caller frees its pages after dropping the lock. */
 static bool slab_became_empty(struct cache *c, struct slab *s)
 {
-	if (c->nr_empty < EMPTY_RESERVE) {
+	if (c->nr_empty < EMPTY_RESERVE && !c->dead) { /* a destroyed cache keeps none */
 		if (s->on_partial)
 			partial_remove(c, s);
 		partial_add(c, s, true);
@@ -126,7 +125,7 @@ static void slab_release(struct cache *c, struct slab *s)
 {
 	__atomic_fetch_add(&sm_stat_slabs_freed, 1, __ATOMIC_RELAXED);
 	sm_pages_free(s);
-	if (__atomic_sub_fetch(&c->nr_slabs, 1, __ATOMIC_ACQ_REL) == 0 && c->cls >= NCLASS)
+	if (__atomic_sub_fetch(&c->nr_slabs, 1, __ATOMIC_ACQ_REL) == 0 && c->cls == NCLASS)
 		sm_typed_gone(c);
 }
 
@@ -161,7 +160,7 @@ void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n)
 		uint32_t inuse = SLAB_INUSE(old.hi);
 		if (unlikely(inuse < n))
 			sm_fatal("double free", head, "(slab has fewer objects in use than freed)");
-		fp_set(tail, (void *)old.lo);
+		fp_set(tail, (void *)old.lo, c->fpoff);
 		new.lo = (uintptr_t)head;
 		new.hi = old.hi - n;
 		frozen = old.hi & SLAB_FROZEN;
@@ -242,32 +241,32 @@ static struct slab *freeze_partial(struct cache *c, void **head, uint32_t *n)
 	return s;
 }
 
-/* Move up to n objects of the spill chain of cls to out[]; returns how many. */
-static uint32_t take_spill(struct tcache *tc, unsigned cls, void **out, uint32_t n)
+/* Move up to n objects of a spill chain (objects of c) to out[]; returns how many. */
+static uint32_t take_spill(struct cache *c, void **spill, void **out, uint32_t n)
 {
-	void *o = tc->spill[cls];
+	void *o = *spill;
 	uint32_t k = 0;
 	for (; o && k < n; k++) {
 		out[k] = o;
-		o = fp_get(o);
+		o = fp_get(o, c->fpoff);
 	}
-	tc->spill[cls] = o;
+	*spill = o;
 	return k;
 }
 
-/* Put between 1 and want objects of cls into out[], from one source, in this order: the spill
- * chain, the active slab's shared freelist (take-all), its untouched objects (carve), a partial
- * slab, a new slab. Returns how many; 0 only when memory is exhausted (ENOMEM). */
-uint32_t sm_fill(struct tcache *tc, unsigned cls, void **out, uint32_t want)
+/* Put between 1 and want objects of c into out[], from one source, in this order: the spill
+ * chain, the active slab's shared freelist (take-all), its untouched objects (carve, running
+ * the ctor on them), a partial slab, a new slab. Returns how many; 0 only when memory is
+ * exhausted (ENOMEM). spill and active are the calling thread's for c. */
+uint32_t sm_fill(struct cache *c, void **spill, struct slab **active, void **out, uint32_t want)
 {
-	struct cache *c = cache_of(cls);
 	uint32_t n;
 	for (;;) {
-		if (tc->spill[cls])
-			return take_spill(tc, cls, out, want);
-		struct slab *s = tc->active[cls];
+		if (*spill)
+			return take_spill(c, spill, out, want);
+		struct slab *s = *active;
 		if (s) {
-			if ((tc->spill[cls] = sm_slab_take_all(s, &n)))
+			if ((*spill = sm_slab_take_all(s, &n)))
 				continue;
 			if ((n = sm_slab_carve(s, out, want))) {
 				if (c->ctor)
@@ -277,12 +276,12 @@ uint32_t sm_fill(struct tcache *tc, unsigned cls, void **out, uint32_t want)
 			}
 			if (!unfreeze_full(s))
 				continue;
-			tc->active[cls] = NULL;
+			*active = NULL;
 		}
-		s = freeze_partial(c, &tc->spill[cls], &n);
+		s = freeze_partial(c, spill, &n);
 		if (!s && !(s = sm_slab_new(c)))
 			return 0;
-		tc->active[cls] = s;
+		*active = s;
 	}
 }
 
@@ -290,7 +289,8 @@ uint32_t sm_fill(struct tcache *tc, unsigned cls, void **out, uint32_t want)
 void *sm_refill(struct tcache *tc, unsigned cls)
 {
 	struct bin *b = &tc->bin[cls];
-	b->count = sm_fill(tc, cls, b->slots, b->cap / 2 ? b->cap / 2 : 1);
+	b->count = sm_fill(&sm_g.caches[cls], &tc->spill[cls], &tc->active[cls], b->slots,
+			   b->cap / 2 ? b->cap / 2 : 1);
 	return b->count ? b->slots[--b->count] : NULL;
 }
 
@@ -330,17 +330,17 @@ static inline void detached_add(struct detached *d, void *o)
 		}
 		d->last = i;
 	}
-	fp_set(o, d->g[i].head);
+	fp_set(o, d->g[i].head, s->cache->fpoff);
 	d->g[i].head = o;
 	d->g[i].n++;
 }
 
-/* Return a chain of objects of any slabs to their slabs: one push per slab group. */
-void sm_free_chain(void *o)
+/* Return a chain of objects (free pointers at fpoff) to their slabs: one push per slab. */
+void sm_free_chain(void *o, uint32_t fpoff)
 {
 	struct detached d = {.ng = 0};
 	while (o) {
-		void *next = fp_get(o);
+		void *next = fp_get(o, fpoff);
 		detached_add(&d, o);
 		o = next;
 	}
@@ -436,33 +436,24 @@ static void unfreeze_active(struct slab *s)
 }
 
 /* Return a bin's objects, its spill chain and its active slab (unfrozen) to the slabs. */
-void sm_bin_drop(struct tcache *tc, unsigned cls)
+void sm_drop(struct bin *b, void **spill, struct slab **active, uint32_t fpoff)
 {
-	struct bin *b = &tc->bin[cls];
 	sm_free_array(b->slots, b->count);
 	b->count = 0;
-	sm_free_chain(tc->spill[cls]);
-	tc->spill[cls] = NULL;
-	if (tc->active[cls])
-		unfreeze_active(tc->active[cls]);
-	tc->active[cls] = NULL;
+	sm_free_chain(*spill, fpoff);
+	*spill = NULL;
+	if (*active)
+		unfreeze_active(*active);
+	*active = NULL;
 }
 
 /* Thread exit: every cached object goes back to its slab, every active slab is unfrozen.
- * Objects other threads still hold stay reachable through their slabs' shared lists. The
- * typed bins' arrays are ordinary malloc blocks, freed while the size-class bins still work. */
+ * Objects other threads still hold stay reachable through their slabs' shared lists. */
 void sm_thread_teardown(struct tcache *tc)
 {
-	for (unsigned i = NCLASS; i < NBINS; i++) {
-		if (!tc->bin[i].slots)
-			continue;
-		sm_bin_drop(tc, i);
-		sm_free_fast(tc->bin[i].slots - 1);
-		tc->bin[i].slots = NULL;
-		tc->bin[i].cap = 0;
-	}
+	sm_typed_thread_exit(tc);
 	for (unsigned i = 0; i < NCLASS; i++) {
-		sm_bin_drop(tc, i);
+		sm_drop(&tc->bin[i], &tc->spill[i], &tc->active[i], 0);
 		tc->bin[i].cap = 0;
 	}
 	if (tc->block)

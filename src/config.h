@@ -20,7 +20,6 @@
 #define NCLASS (NCLASS_TINY + 8 * CLASSES_PER_DOUBLING) /* 72 size classes up to 32 KiB */
 #define CLASS_INDEX_MAX (MAX_SMALL / MIN_ALIGN) /* class_of[] covers (size+15)/16 */
 #define MAX_TYPED 32                            /* typed caches alive at once */
-#define NBINS (NCLASS + MAX_TYPED)              /* thread bins: size classes, then typed */
 
 #define TCACHE_BYTES 16384                      /* bytes a thread caches per class */
 #define TCACHE_MIN 4                            /* ... but at least this many objects */

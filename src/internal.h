@@ -41,7 +41,7 @@ struct slab {
 	uint32_t size;            /* object size */
 	uint32_t objects;         /* objects per slab */
 	uint32_t carved;          /* objects handed out at least once; the rest are untouched */
-	uint16_t cls;             /* bin index: size class, or NCLASS + id for a typed cache */
+	uint16_t cls;             /* size class; NCLASS (no thread bin) for a typed cache */
 	uint8_t pages;            /* 64 KiB pages spanned */
 	uint8_t on_partial;       /* on cache->partial (cache lock) */
 	struct slab *next, *prev; /* cache->partial links (cache lock); head only */
@@ -65,8 +65,10 @@ struct cache {
 	uint32_t objects;      /* objects per slab */
 	uint32_t pages;        /* slab pages per slab */
 	uint32_t cap;          /* thread cache slots (objects) */
+	uint32_t fpoff;        /* where a free object keeps its free pointer (past a ctor's body) */
 	uint64_t recip;
 	uint16_t cls;
+	uint16_t id;           /* typed caches: index in the typed table and in struct tcache */
 	struct slab *partial;  /* slabs with free objects, not frozen */
 	uint32_t nr_partial;   /* slabs on the partial list */
 	uint32_t nr_empty;     /* of them, slabs with no object in use */
@@ -88,11 +90,20 @@ struct bin {
 enum tstate { T_NEW = 0, T_LIVE = 1, T_DEAD = 2 };
 
 struct tcache {
-	struct bin bin[NBINS];        /* fastpath: pop/push here only; typed bins start unset */
-	void *spill[NBINS];           /* encoded chain: a take-all's objects beyond the array */
-	struct slab *active[NBINS];   /* slowpath: the frozen slab refills come from */
+	struct bin bin[NCLASS + 1];   /* fastpath: pop/push here only; bin[NCLASS] stays empty
+				       * (cap 0): typed objects (cls NCLASS) take free()'s slow path */
+	void *spill[NCLASS];          /* encoded chain: a take-all's objects beyond the array */
+	struct slab *active[NCLASS];  /* slowpath: the frozen slab refills come from */
 	void **block;                 /* the memory of the size classes' slots arrays */
 	uint32_t state;               /* enum tstate */
+	/* typed caches (typed.c): touched only inside slub_cache_* calls, which keep tepoch odd
+	 * meanwhile, and by slub_cache_destroy of another thread once tepoch says quiet */
+	uint64_t tepoch;
+	struct cache *tfor[MAX_TYPED];   /* the cache tbin[id] serves (NULL: none) */
+	struct bin tbin[MAX_TYPED];
+	void *tspill[MAX_TYPED];
+	struct slab *tactive[MAX_TYPED];
+	struct tcache *rnext, *rprev;    /* the registry of live thread caches (typed.c) */
 };
 
 /* Global engine state: written once at init (secret, tables), then read-only. */
@@ -105,22 +116,20 @@ struct sm_global {
 extern struct sm_global sm_g;
 extern uint64_t sm_region_bits[NREGION_SLOTS / 64]; /* 1 bit per 4 MiB of address space */
 extern uint8_t sm_class_of[CLASS_INDEX_MAX + 1]; /* (size+15)>>4 -> class */
-extern struct cache *sm_typed[MAX_TYPED];        /* typed caches by id (typed.c) */
 
-static inline struct cache *cache_of(unsigned cls)
-{
-	return cls < NCLASS ? &sm_g.caches[cls] : sm_typed[cls - NCLASS];
-}
 extern __thread struct tcache sm_tc TLS_IE;
 
 /* ---- free pointer encoding (CONFIG_SLAB_FREELIST_HARDENED): ptr ^ secret ^ swab(&slot) ---- */
-static inline void fp_set(void *obj, void *next)
+/* The free pointer of obj lives at obj + off: 0, or past the body for caches with a ctor. */
+static inline void fp_set(void *obj, void *next, uint32_t off)
 {
-	*(uintptr_t *)obj = (uintptr_t)next ^ sm_g.secret ^ __builtin_bswap64((uintptr_t)obj);
+	uintptr_t slot = (uintptr_t)obj + off;
+	*(uintptr_t *)slot = (uintptr_t)next ^ sm_g.secret ^ __builtin_bswap64(slot);
 }
-static inline void *fp_get(void *obj)
+static inline void *fp_get(void *obj, uint32_t off)
 {
-	return (void *)(*(uintptr_t *)obj ^ sm_g.secret ^ __builtin_bswap64((uintptr_t)obj));
+	uintptr_t slot = (uintptr_t)obj + off;
+	return (void *)(*(uintptr_t *)slot ^ sm_g.secret ^ __builtin_bswap64(slot));
 }
 
 /* ---- pointer -> region -> slab (virt_to_slab) ---- */
@@ -186,16 +195,17 @@ struct slab *sm_slab_new(struct cache *c);     /* frozen, nothing carved */
 uint32_t sm_slab_carve(struct slab *s, void **out, uint32_t n); /* owner; addresses only */
 
 /* "cache.c": the slow paths (the concurrency rules live at its top) */
-uint32_t sm_fill(struct tcache *tc, unsigned cls, void **out, uint32_t want);
+uint32_t sm_fill(struct cache *c, void **spill, struct slab **active, void **out,
+		 uint32_t want);
 void *sm_refill(struct tcache *tc, unsigned cls);
 void sm_flush(struct tcache *tc, unsigned cls);  /* the older half of a full bin */
 void sm_free_to_slab(struct slab *s, void *obj);  /* one object, any thread, no thread cache */
 void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n);
 void *sm_slab_take_all(struct slab *s, uint32_t *n); /* owner of frozen s; NULL if none */
-void sm_free_chain(void *head);                   /* objects of any slabs, grouped by slab */
+void sm_free_chain(void *head, uint32_t fpoff);   /* objects of any slabs, grouped by slab */
 void sm_free_array(void **v, size_t n);           /* the same for an array (NULLs skipped) */
 void sm_thread_setup(struct tcache *tc);          /* T_LIVE, or T_DEAD without memory */
-void sm_bin_drop(struct tcache *tc, unsigned cls); /* bin, spill and active slab back */
+void sm_drop(struct bin *b, void **spill, struct slab **active, uint32_t fpoff); /* all back */
 void sm_cache_shrink(struct cache *c);            /* free its empty slabs now */
 void sm_thread_teardown(struct tcache *tc);
 void sm_caches_lock_all(void);
@@ -203,6 +213,8 @@ void sm_caches_unlock_all(bool reinit);
 
 /* "typed.c": typed object caches */
 void sm_typed_gone(struct cache *c);          /* a dead typed cache lost its last slab */
+void sm_typed_register(struct tcache *tc);    /* a new live thread cache */
+void sm_typed_thread_exit(struct tcache *tc); /* its typed bins back; unregistered */
 void sm_typed_lock_all(void);
 void sm_typed_unlock_all(bool reinit);
 

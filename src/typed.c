@@ -1,15 +1,34 @@
 /* typed.c: typed object caches, after the kernel's kmem_cache_create/alloc/free/destroy.
  * A typed cache is a struct cache of its own (its own slabs, so a constructor's work survives
- * free and reuse) with an id: its thread bins are bin[NCLASS + id], so free() of its objects
- * takes the ordinary fastpath, and slub_cache_alloc pops the same bin.
+ * free and reuse: the free pointer of a ctor cache lives past the object's body) with an id
+ * in 0..MAX_TYPED-1. Each thread keeps, per id, a bin, a spill chain and an active slab
+ * (struct tcache's tbin/tspill/tactive), touched only inside the slub_cache_* calls. free() of
+ * a typed object is accepted too: its slab says cls NCLASS, whose thread bin is always empty,
+ * so it goes straight back to its slab.
+ *
+ * DESTROY WITH OTHER THREADS ALIVE (the kernel flushes every CPU's cache; so must we):
+ *   caller of a slub_cache_* call:  tepoch++ (odd); compiler barrier; load c->dead; use its
+ *                                   tbin/tspill/tactive; tepoch++ (even, release)
+ *   slub_cache_destroy(c):          c->dead = 1; membarrier(PRIVATE_EXPEDITED); then for every
+ *                                   registered thread: wait while its tepoch stays at an odd
+ *                                   value; drain its state for c.
+ *   membarrier runs a full barrier on every running thread of the process (a descheduled one
+ *   has passed a context switch), so each thread's call either began after that barrier (and
+ *   its load of c->dead sees 1: it leaves c's state alone) or its odd tepoch is visible to the
+ *   destroyer, which waits for the call to end. Without membarrier (old kernels) each call
+ *   issues a full fence instead, chosen once. Registry changes (thread start/exit) and drains
+ *   hold registry_lock; a thread drains its own typed state at exit under it.
  * Invariants: an id is reused only after the destroyed cache that held it has lost its last
- * slab (sm_typed_gone), so a bin never mixes objects of two caches; a thread's typed bin is
- * set up (slots allocated, cap set) on its first slub_cache_alloc of that cache; the ctor
- * runs once per object, when it is carved; SLUB_ZERO caches clear each object on allocation.
- * Destroying a cache with objects still allocated reports them on stderr; the cache then
- * lives on (dead) until they are freed. */
+ * slab (sm_typed_gone), and its state was drained in every thread before that; the ctor runs
+ * once per object, when it is carved; SLUB_ZERO caches clear each object on allocation.
+ * Destroying a cache with objects still allocated reports them on stderr; the cache then lives
+ * on (dead) until they are freed. */
 #include <errno.h>
+#include <linux/membarrier.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "fastpath.h"
 #include "internal.h"
@@ -17,12 +36,81 @@
 
 #define KNOWN_FLAGS (SLUB_HWCACHE_ALIGN | SLUB_ZERO)
 
-struct cache *sm_typed[MAX_TYPED];
-static sm_lock_t typed_lock;
+static struct cache *table[MAX_TYPED];
+static sm_lock_t typed_lock;       /* table[], ids, dead flags */
+static sm_lock_t registry_lock;    /* the registry and every drain of a thread's typed state */
+static struct tcache *registry;
+static sm_lock_t orphan_lock;      /* orphan: for threads past their exit destructor */
+static struct tcache orphan;
+static int use_membarrier = -1;    /* chosen once, by the first slub_cache_create */
 
 static inline struct cache *cache_from(struct slub_cache *sc)
 {
 	return (struct cache *)sc;
+}
+
+static void choose_barrier(void)
+{
+	if (__atomic_load_n(&use_membarrier, __ATOMIC_ACQUIRE) >= 0)
+		return;
+	int ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	__atomic_store_n(&use_membarrier, ok, __ATOMIC_RELEASE);
+}
+
+static inline void enter(struct tcache *tc)
+{
+	__atomic_store_n(&tc->tepoch, tc->tepoch + 1, __ATOMIC_RELAXED);
+	if (use_membarrier)
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	else
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+static inline void leave(struct tcache *tc)
+{
+	__atomic_store_n(&tc->tepoch, tc->tepoch + 1, __ATOMIC_RELEASE);
+}
+
+void sm_typed_register(struct tcache *tc)
+{
+	sm_lock(&registry_lock);
+	tc->rprev = NULL;
+	tc->rnext = registry;
+	if (registry)
+		registry->rprev = tc;
+	registry = tc;
+	sm_unlock(&registry_lock);
+}
+
+/* Drain tc's state for id (registry lock held, tc quiet or the caller). */
+static void drain(struct tcache *tc, unsigned id)
+{
+	struct cache *c = tc->tfor[id];
+	if (!c)
+		return;
+	sm_drop(&tc->tbin[id], &tc->tspill[id], &tc->tactive[id], c->fpoff);
+	tc->tfor[id] = NULL;
+}
+
+void sm_typed_thread_exit(struct tcache *tc)
+{
+	sm_lock(&registry_lock);
+	for (unsigned id = 0; id < MAX_TYPED; id++) {
+		drain(tc, id);
+		if (tc->tbin[id].slots) {
+			sm_free_fast(tc->tbin[id].slots - 1);
+			tc->tbin[id].slots = NULL;
+			tc->tbin[id].cap = 0;
+		}
+	}
+	if (tc->rprev)
+		tc->rprev->rnext = tc->rnext;
+	else if (registry == tc)
+		registry = tc->rnext;
+	if (tc->rnext)
+		tc->rnext->rprev = tc->rprev;
+	tc->rnext = tc->rprev = NULL;
+	sm_unlock(&registry_lock);
 }
 
 SM_EXPORT struct slub_cache *slub_cache_create(const char *name, size_t size, size_t align,
@@ -32,6 +120,7 @@ SM_EXPORT struct slub_cache *slub_cache_create(const char *name, size_t size, si
 	    (flags & ~KNOWN_FLAGS) || ((flags & SLUB_ZERO) && ctor))
 		return errno = EINVAL, NULL;
 	sm_init();
+	choose_barrier();
 	if (align < 8)
 		align = 8;
 	if (flags & SLUB_HWCACHE_ALIGN) { /* the kernel's rule: a line, or half for small objects */
@@ -41,176 +130,230 @@ SM_EXPORT struct slub_cache *slub_cache_create(const char *name, size_t size, si
 		if (line > align)
 			align = line;
 	}
-	size_t osize = (size + align - 1) & ~(align - 1);
-	if (osize < 16)
-		osize = 16;
-	if (osize > MAX_SMALL)
+	size_t body = (size + align - 1) & ~(align - 1);
+	size_t fpoff = ctor ? ((body + 7) & ~(size_t)7) : 0; /* keep the ctor's work intact */
+	size_t slot = ctor ? ((fpoff + 8 + align - 1) & ~(align - 1)) : body;
+	if (slot < 16)
+		slot = 16;
+	if (slot > MAX_SMALL)
 		return errno = EINVAL, NULL;
 	struct cache *c = sm_memalign(64, sizeof *c);
 	if (!c)
 		return NULL;
 	sm_lock(&typed_lock);
 	unsigned id = 0;
-	while (id < MAX_TYPED && sm_typed[id])
+	while (id < MAX_TYPED && table[id])
 		id++;
 	if (id == MAX_TYPED) {
 		sm_unlock(&typed_lock);
 		sm_free_fast(c);
 		return errno = ENOMEM, NULL;
 	}
-	sm_cache_setup(c, name, (uint32_t)osize, (uint16_t)(NCLASS + id));
+	sm_cache_setup(c, name, (uint32_t)slot, NCLASS);
+	c->id = (uint16_t)id;
+	c->fpoff = (uint32_t)fpoff;
 	c->ctor = ctor;
 	c->flags = flags;
-	sm_typed[id] = c;
+	table[id] = c;
 	sm_unlock(&typed_lock);
 	return (struct slub_cache *)c;
 }
 
-/* Give the thread a bin for c (first use), or NULL when its memory cannot be had. */
-static struct bin *typed_bin(struct tcache *tc, struct cache *c)
+/* Make tc's state for c's id serve c (first use of c in this thread), or fail (ENOMEM). */
+static bool own_bin(struct tcache *tc, struct cache *c)
 {
-	struct bin *b = &tc->bin[c->cls];
-	if (likely(b->slots && b->cap == c->cap))
-		return b;
-	if (b->slots) { /* left from an earlier cache with this id: empty by the invariant */
-		sm_bin_drop(tc, c->cls);
+	unsigned id = c->id;
+	struct bin *b = &tc->tbin[id];
+	if (tc->tfor[id] == c)
+		return true;
+	if (b->slots && b->cap != c->cap) {
 		sm_free_fast(b->slots - 1);
 		b->slots = NULL;
-		b->cap = 0;
 	}
-	void **v = sm_alloc_fast((c->cap + 1) * sizeof(void *));
-	if (!v)
-		return NULL;
-	v[0] = NULL; /* the guard before slots[0] */
-	b->slots = v + 1;
-	b->count = 0;
+	if (!b->slots) {
+		void **v = sm_alloc_fast((c->cap + 1) * sizeof(void *));
+		if (!v)
+			return false;
+		v[0] = NULL; /* the guard before slots[0] */
+		b->slots = v + 1;
+	}
 	b->cap = c->cap;
-	return b;
+	b->count = 0;
+	tc->tfor[id] = c;
+	return true;
 }
 
-static sm_lock_t orphan_typed_lock;
-static struct tcache orphan_typed; /* for threads past their exit destructor */
+static void used_after_destroy(const struct cache *c)
+{
+	sm_write(2, "slubmalloc: slub_cache_alloc of destroyed cache ");
+	sm_fatal(c->name, c, "");
+}
 
-static void *typed_alloc_slow(struct cache *c)
+static inline void *zeroed(const struct cache *c, void *p)
+{
+	if (p && (c->flags & SLUB_ZERO))
+		memset(p, 0, c->size);
+	return p;
+}
+
+/* Up to n objects of c into out[] from tc's state for it (tc entered, or the orphan locked):
+ * all n, or 0 when memory runs out (then nothing is taken). */
+static size_t take(struct tcache *tc, struct cache *c, size_t n, void **out)
+{
+	if (c->dead)
+		used_after_destroy(c);
+	if (!own_bin(tc, c))
+		return 0;
+	unsigned id = c->id;
+	struct bin *b = &tc->tbin[id];
+	size_t got = 0;
+	for (;;) {
+		uint32_t k = b->count < n - got ? b->count : (uint32_t)(n - got);
+		memcpy(out + got, b->slots + (b->count - k), k * sizeof(void *));
+		b->count -= k;
+		if ((got += k) == n)
+			return n;
+		if (n - got < b->cap) { /* refill the bin by half and go round */
+			b->count = sm_fill(c, &tc->tspill[id], &tc->tactive[id], b->slots,
+					   b->cap / 2 ? b->cap / 2 : 1);
+			if (!b->count)
+				break;
+			continue;
+		}
+		size_t want = n - got < UINT32_MAX ? n - got : UINT32_MAX;
+		uint32_t f = sm_fill(c, &tc->tspill[id], &tc->tactive[id], out + got, (uint32_t)want);
+		if (!f)
+			break;
+		if ((got += f) == n)
+			return n;
+	}
+	/* out of memory: give back what was taken */
+	for (size_t i = 0; i < got; i++)
+		sm_free_to_slab(slab_of((uintptr_t)out[i]), out[i]);
+	return 0;
+}
+
+/* Put n objects of c back into tc's bin for it (tc entered, or the orphan locked). */
+static void put(struct tcache *tc, struct cache *c, size_t n, void **ptrs)
+{
+	unsigned id = c->id;
+	struct bin *b = &tc->tbin[id];
+	if (c->dead || tc->tfor[id] != c) { /* no bin for c here: straight to the slabs */
+		sm_free_array(ptrs, n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		void *p = ptrs[i];
+		if (!p)
+			continue;
+		if (b->count && b->slots[b->count - 1] == p)
+			sm_fatal("double free", p, c->name);
+		if (b->count == b->cap) { /* the older half goes back, grouped by slab */
+			uint32_t half = b->cap / 2 ? b->cap / 2 : b->cap;
+			sm_free_array(b->slots, half);
+			memmove(b->slots, b->slots + half, (b->count - half) * sizeof(void *));
+			b->count -= half;
+		}
+		b->slots[b->count++] = p;
+	}
+}
+
+static size_t alloc_n(struct cache *c, size_t n, void **out)
 {
 	struct tcache *tc = &sm_tc;
-	if (tc->state == T_NEW)
+	if (unlikely(tc->state == T_NEW))
 		sm_thread_start(tc);
-	bool orphan = tc->state != T_LIVE;
-	if (orphan) {
-		sm_lock(&orphan_typed_lock);
-		tc = &orphan_typed;
+	size_t got;
+	if (likely(tc->state == T_LIVE)) {
+		enter(tc);
+		got = take(tc, c, n, out);
+		leave(tc);
+	} else {
+		sm_lock(&orphan_lock);
+		got = take(&orphan, c, n, out);
+		sm_unlock(&orphan_lock);
 	}
-	struct bin *b = typed_bin(tc, c);
-	void *p = !b ? NULL : b->count ? b->slots[--b->count] : sm_refill(tc, c->cls);
-	if (orphan)
-		sm_unlock(&orphan_typed_lock);
-	if (!p)
+	if (got != n)
 		errno = ENOMEM;
-	return p;
+	if (c->flags & SLUB_ZERO)
+		for (size_t i = 0; i < got; i++)
+			zeroed(c, out[i]);
+	return got;
+}
+
+static void free_n(struct cache *c, size_t n, void **ptrs)
+{
+	for (size_t i = 0; i < n; i++) { /* every pointer must be an object of c */
+		uintptr_t a = (uintptr_t)ptrs[i];
+		if (!a)
+			continue;
+		struct slab *s = region_is_ours(a) ? page_desc(a) : NULL;
+		if (!s || slab_index(s, a) == UINT32_MAX)
+			sm_fatal("invalid free", ptrs[i], "(not an object of slubmalloc)");
+		if (s->cache != c) {
+			sm_write(2, "slubmalloc: slub_cache_free to ");
+			sm_write(2, c->name);
+			sm_fatal(" of an object of another cache", ptrs[i], s->cache->name);
+		}
+	}
+	struct tcache *tc = &sm_tc;
+	if (likely(tc->state == T_LIVE)) {
+		enter(tc);
+		put(tc, c, n, ptrs);
+		leave(tc);
+	} else {
+		sm_lock(&orphan_lock);
+		put(&orphan, c, n, ptrs);
+		sm_unlock(&orphan_lock);
+	}
 }
 
 SM_EXPORT void *slub_cache_alloc(struct slub_cache *sc)
 {
 	struct cache *c = cache_from(sc);
-	struct bin *b = &sm_tc.bin[c->cls];
-	void *p;
-	if (likely(b->count))
+	struct tcache *tc = &sm_tc;
+	struct bin *b = &tc->tbin[c->id];
+	void *p = NULL;
+	enter(tc);
+	if (likely(tc->tfor[c->id] == c && b->count && !c->dead))
 		p = b->slots[--b->count];
-	else if (!(p = typed_alloc_slow(c)))
-		return NULL;
-	if (c->flags & SLUB_ZERO)
-		memset(p, 0, c->size);
-	return p;
-}
-
-static void wrong_cache(const struct cache *c, const void *p)
-{
-	sm_write(2, "slubmalloc: slub_cache_free to ");
-	sm_write(2, c->name);
-	sm_fatal("of an object of another cache", p, "");
+	leave(tc);
+	if (likely(p))
+		return zeroed(c, p);
+	return alloc_n(c, 1, &p) ? p : NULL;
 }
 
 SM_EXPORT void slub_cache_free(struct slub_cache *sc, void *p)
 {
-	if (!p)
-		return;
-	uintptr_t a = (uintptr_t)p;
-	if (region_is_ours(a)) {
-		struct slab *s = slab_of(a);
-		if (s && s->cache != cache_from(sc))
-			wrong_cache(cache_from(sc), p);
-	}
-	sm_free_fast(p);
+	if (p)
+		free_n(cache_from(sc), 1, &p);
 }
 
 SM_EXPORT size_t slub_cache_alloc_bulk(struct slub_cache *sc, size_t n, void **ptrs)
 {
-	struct cache *c = cache_from(sc);
 	if (!n)
 		return 0;
 	if (!ptrs)
 		return errno = EINVAL, 0;
-	struct tcache *tc = &sm_tc;
-	struct bin *b = &tc->bin[c->cls];
-	size_t got = 0;
-	if (unlikely(tc->state != T_LIVE || b->cap != c->cap || !b->slots)) {
-		if (tc->state == T_NEW)
-			sm_thread_start(tc);
-		if (tc->state != T_LIVE || !(b = typed_bin(tc, c))) { /* one at a time */
-			for (; got < n; got++)
-				if (!(ptrs[got] = slub_cache_alloc(sc)))
-					goto fail;
-			return n;
-		}
-	}
-	while (got < n) {
-		uint32_t k = b->count < n - got ? b->count : (uint32_t)(n - got);
-		memcpy(ptrs + got, b->slots + (b->count - k), k * sizeof(void *));
-		b->count -= k;
-		got += k;
-		if (got == n)
-			break;
-		size_t want = n - got < UINT32_MAX ? n - got : UINT32_MAX;
-		uint32_t f = sm_fill(tc, c->cls, ptrs + got, (uint32_t)want);
-		if (!f)
-			goto fail;
-		got += f;
-	}
-	if (c->flags & SLUB_ZERO)
-		for (size_t i = 0; i < n; i++)
-			memset(ptrs[i], 0, c->size);
-	return n;
-fail:
-	free_bulk(got, ptrs);
-	errno = ENOMEM;
-	return 0;
+	return alloc_n(cache_from(sc), n, ptrs);
 }
 
 SM_EXPORT void slub_cache_free_bulk(struct slub_cache *sc, size_t n, void **ptrs)
 {
-	struct cache *c = cache_from(sc);
-	struct slab *last = NULL;
-	for (size_t i = 0; ptrs && i < n; i++) {
-		uintptr_t a = (uintptr_t)ptrs[i];
-		if (!a || !region_is_ours(a))
-			continue; /* NULL skipped; a foreign pointer is reported by free_bulk */
-		struct slab *s = slab_of(a);
-		if (s != last && s && s->cache != c)
-			wrong_cache(c, ptrs[i]);
-		last = s;
-	}
-	free_bulk(n, ptrs);
+	if (ptrs && n)
+		free_n(cache_from(sc), n, ptrs);
 }
 
 /* A dead cache's last slab is gone: its id can serve a new cache. */
 void sm_typed_gone(struct cache *c)
 {
 	sm_lock(&typed_lock);
-	bool gone = c->dead && sm_typed[c->cls - NCLASS] == c &&
+	bool gone = c->dead == 1 && table[c->id] == c &&
 		    !__atomic_load_n(&c->nr_slabs, __ATOMIC_ACQUIRE);
-	if (gone)
-		sm_typed[c->cls - NCLASS] = NULL;
+	if (gone) {
+		c->dead = 2;
+		table[c->id] = NULL;
+	}
 	sm_unlock(&typed_lock);
 	if (gone)
 		sm_free_fast(c);
@@ -221,9 +364,27 @@ SM_EXPORT void slub_cache_destroy(struct slub_cache *sc)
 	struct cache *c = cache_from(sc);
 	if (!c)
 		return;
-	struct tcache *tc = &sm_tc;
-	if (tc->bin[c->cls].slots && tc->bin[c->cls].cap == c->cap)
-		sm_bin_drop(tc, c->cls);
+	sm_lock(&typed_lock);
+	c->dead = 1;
+	sm_unlock(&typed_lock);
+	if (use_membarrier > 0)
+		syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+	else
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	sm_lock(&registry_lock);
+	for (struct tcache *tc = registry; tc; tc = tc->rnext) {
+		uint64_t e = __atomic_load_n(&tc->tepoch, __ATOMIC_ACQUIRE);
+		if (tc != &sm_tc && (e & 1))
+			while (__atomic_load_n(&tc->tepoch, __ATOMIC_ACQUIRE) == e)
+				sched_yield();
+		if (tc->tfor[c->id] == c)
+			drain(tc, c->id);
+	}
+	sm_unlock(&registry_lock);
+	sm_lock(&orphan_lock);
+	if (orphan.tfor[c->id] == c)
+		drain(&orphan, c->id);
+	sm_unlock(&orphan_lock);
 	sm_cache_shrink(c);
 	uint64_t inuse, frozen;
 	sm_slabs_census(c, &inuse, &frozen);
@@ -232,36 +393,35 @@ SM_EXPORT void slub_cache_destroy(struct slub_cache *sc)
 		sm_write(2, c->name);
 		sm_write(2, "): ");
 		sm_write_num(2, inuse, 10);
-		sm_write(2, " objects still allocated");
-		if (frozen) {
-			sm_write(2, ", ");
-			sm_write_num(2, frozen, 10);
-			sm_write(2, " slabs held by other threads");
-		}
-		sm_write(2, "; the cache stays until they are freed\n");
+		sm_write(2, " objects still allocated; the cache stays until they are freed\n");
 	}
-	sm_lock(&typed_lock);
-	c->dead = 1;
-	sm_unlock(&typed_lock);
 	if (!__atomic_load_n(&c->nr_slabs, __ATOMIC_ACQUIRE))
 		sm_typed_gone(c);
 }
 
 void sm_typed_lock_all(void)
 {
-	sm_lock(&orphan_typed_lock);
+	sm_lock(&orphan_lock);
+	sm_lock(&registry_lock);
 	sm_lock(&typed_lock);
 	for (unsigned i = 0; i < MAX_TYPED; i++)
-		if (sm_typed[i])
-			sm_lock(&sm_typed[i]->lock);
+		if (table[i])
+			sm_lock(&table[i]->lock);
 }
 
 void sm_typed_unlock_all(bool reinit)
 {
-	(void)reinit;
 	for (unsigned i = 0; i < MAX_TYPED; i++)
-		if (sm_typed[i])
-			sm_unlock(&sm_typed[i]->lock);
+		if (table[i])
+			sm_unlock(&table[i]->lock);
+	if (reinit) { /* the child has one thread: the registry holds it alone */
+		registry = NULL;
+		if (sm_tc.state == T_LIVE) {
+			sm_tc.rnext = sm_tc.rprev = NULL;
+			registry = &sm_tc;
+		}
+	}
 	sm_unlock(&typed_lock);
-	sm_unlock(&orphan_typed_lock);
+	sm_unlock(&registry_lock);
+	sm_unlock(&orphan_lock);
 }

@@ -40,7 +40,7 @@ static void *pusher(void *arg)
 			if (i + len > nobj)
 				len = nobj - i;
 			for (uint32_t k = 0; k + 1 < len; k++)
-				fp_set(objs[i + k], objs[i + k + 1]);
+				fp_set(objs[i + k], objs[i + k + 1], 0);
 			sm_push_chain(s, objs[i], objs[i + len - 1], len);
 		}
 		atomic_fetch_add(&done_pushers, 1);
@@ -78,7 +78,7 @@ int main(void)
 			CHECK(s->word.hi == (SLAB_FROZEN | nobj) || s->word.lo,
 			      "counters after take-all: %llx", (unsigned long long)s->word.hi);
 			uint32_t k = 0;
-			for (void *p = h; p; p = fp_get(p), k++) {
+			for (void *p = h; p; p = fp_get(p, 0), k++) {
 				uint32_t idx = slab_index(s, (uintptr_t)p);
 				CHECK(idx != UINT32_MAX, "foreign pointer %p on the list", p);
 				CHECK(!seen[idx], "object %u came back twice in round %u", idx, r);
