@@ -1,0 +1,164 @@
+/* rseq.c: the per-CPU platform layer: the number of possible CPUs, the once-made choice
+ * between the rseq fastpaths and the fallback, membarrier registration and the grace period,
+ * and the fallback's CPU number.
+ * The choice (slub_pcpu_rseq) is made once, by pcpu_setup(), before any per-CPU area exists:
+ * rseq mode needs glibc's rseq registration (__rseq_size > 0, cpu_id >= 0 in this thread) and
+ * membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ) to succeed; anything else selects
+ * the fallback, which needs neither. glibc registers rseq for every thread it creates, before
+ * user code runs, so a thread without a registered area in rseq mode is an error (reported). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/membarrier.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "percpu_internal.h"
+
+SM_EXPORT int slub_pcpu_rseq; /* read by the inline code of slubmalloc.h */
+int pcpu_ncpus = 1;
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+
+void pcpu_warn(const char *msg)
+{
+	sm_write(2, "slubmalloc: ");
+	sm_write(2, msg);
+	sm_write(2, "\n");
+}
+
+/* The highest CPU number in /sys/devices/system/cpu/possible ("0-3,8-11"), plus one; 0 if
+ * it cannot be read. No allocation, no stdio. */
+static int possible_cpus(void)
+{
+	char buf[512];
+	int fd = open("/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	long max = -1, v = 0;
+	int digits = 0;
+	for (const char *s = buf;; s++) {
+		if (*s >= '0' && *s <= '9') {
+			if (v < 1000000)
+				v = v * 10 + (*s - '0');
+			digits = 1;
+			continue;
+		}
+		if (digits && v > max)
+			max = v;
+		v = 0, digits = 0;
+		if (!*s)
+			break;
+	}
+	return (int)(max + 1);
+}
+
+static int this_thread_rseq_cpu(void)
+{
+	int c;
+	__asm__ __volatile__("movl %%fs:4(%1), %0" : "=r"(c) : "r"(__rseq_offset));
+	return c;
+}
+
+static long membarrier(int cmd)
+{
+	return syscall(__NR_membarrier, cmd, 0, 0);
+}
+
+static void setup(void)
+{
+	int n = possible_cpus();
+	long conf = sysconf(_SC_NPROCESSORS_CONF);
+	if (conf > n && conf < 1000000)
+		n = (int)conf;
+	pcpu_ncpus = n > 0 ? n : 1;
+
+	int ok = __rseq_size >= 16 && this_thread_rseq_cpu() >= 0;
+	if (ok) {
+		long q = membarrier(MEMBARRIER_CMD_QUERY);
+		ok = q >= 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) &&
+		     membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ) == 0;
+	}
+	__atomic_store_n(&slub_pcpu_rseq, ok, __ATOMIC_RELEASE);
+}
+
+void pcpu_setup(void)
+{
+	pthread_once(&setup_once, setup);
+}
+
+SM_EXPORT int pcpu_rseq_active(void)
+{
+	pcpu_setup();
+	return slub_pcpu_rseq;
+}
+
+SM_EXPORT int pcpu_nr_cpus(void)
+{
+	pcpu_setup();
+	return pcpu_ncpus;
+}
+
+/* Every thread of the process that is inside an rseq critical section when this is called
+ * has it restarted, and every thread has passed a full memory barrier, before it returns. */
+void pcpu_grace_period(void)
+{
+	for (int tries = 0;; tries++) {
+		if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) == 0)
+			return;
+		if (errno == EINTR || errno == EAGAIN)
+			continue;
+		/* a forked child may not inherit the registration: register it again */
+		if (errno == EPERM && tries < 3 &&
+		    membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ) == 0)
+			continue;
+		pcpu_warn("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) failed; "
+			  "a per-CPU mode switch cannot be made safe");
+		abort();
+	}
+}
+
+void pcpu_rseq_check_thread(void)
+{
+	if (this_thread_rseq_cpu() < 0) {
+		pcpu_warn("this thread has no registered rseq area, but the per-CPU "
+			  "fastpaths are in rseq mode");
+		abort();
+	}
+}
+
+int pcpu_fallback_cpu(void)
+{
+	int c = sched_getcpu();
+	if (c < 0)
+		c = 0;
+	if (c >= pcpu_ncpus)
+		c %= pcpu_ncpus;
+	return c;
+}
+
+SM_EXPORT int pcpu_this_cpu_slow(void)
+{
+	pcpu_setup();
+	return pcpu_fallback_cpu();
+}
+
+SM_EXPORT void pcpu_this_add_slow(long *p, long v)
+{
+	if (slub_pcpu_rseq) {
+		/* aborted section (or a migration before it): retry in rseq mode; a locked add
+		 * here could race with the owning CPU's plain adds */
+		pcpu_rseq_check_thread();
+		while (!slub_pcpu_rseq_add(p, v))
+			;
+		return;
+	}
+	__atomic_fetch_add(pcpu_ptr(p, pcpu_fallback_cpu()), v, __ATOMIC_RELAXED);
+}

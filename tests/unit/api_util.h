@@ -1,0 +1,300 @@
+/* api_util.h: helpers for the unit tests of the public API (unit_bulk, unit_typed), which link
+ * libslubmalloc.so the way users do: each test case runs in a forked child so one failure does
+ * not hide the others; stderr capture; running a function in a child and collecting its signal
+ * and stderr; /proc/self/status readers; the live slab count (from slub_stats_print); a PRNG;
+ * whole-object byte patterns.
+ * Header-only, all functions static. */
+#ifndef UNIT_API_UTIL_H
+#define UNIT_API_UTIL_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "slubmalloc.h"
+
+static inline uint64_t rng_next(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	*s = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+static inline size_t rng_below(uint64_t *s, size_t n)
+{
+	return (size_t)(rng_next(s) % n);
+}
+
+static inline void shuffle(void **v, size_t n, uint64_t *s)
+{
+	for (size_t i = n; i > 1; i--) {
+		size_t j = rng_below(s, i);
+		void *t = v[i - 1];
+		v[i - 1] = v[j];
+		v[j] = t;
+	}
+}
+
+/* The pattern of an object tagged `tag`: word w (8 bytes at offset 8w) holds
+ * (tag + w) * K in memory order; objects above 64 KiB are sampled (every 4 KiB, and both ends). */
+#define PAT_K 0x9E3779B97F4A7C15ULL
+
+static inline unsigned char pat_byte(uint64_t tag, size_t i)
+{
+	uint64_t x = (tag + i / 8) * PAT_K;
+	return (unsigned char)(x >> (8 * (i & 7)));
+}
+
+/* Whether word w of an object of `size` bytes carries the pattern. */
+static inline int pat_word_used(size_t size, size_t w)
+{
+	return size <= 65536 || w < 8 || (w + 9) * 8 > size || w % 512 == 0;
+}
+
+static inline void pat_fill(void *p, size_t size, uint64_t tag)
+{
+	unsigned char *b = p;
+	size_t words = size / 8;
+	for (size_t w = 0; w < words; w++)
+		if (pat_word_used(size, w)) {
+			uint64_t x = (tag + w) * PAT_K;
+			memcpy(b + 8 * w, &x, 8);
+		}
+	for (size_t i = words * 8; i < size; i++)
+		b[i] = pat_byte(tag, i);
+}
+
+/* The first offset that does not hold the pattern, or SIZE_MAX when all do. */
+static inline size_t pat_bad(const void *p, size_t size, uint64_t tag)
+{
+	const unsigned char *b = p;
+	size_t words = size / 8;
+	for (size_t w = 0; w < words; w++)
+		if (pat_word_used(size, w)) {
+			uint64_t x = (tag + w) * PAT_K, y;
+			memcpy(&y, b + 8 * w, 8);
+			if (x != y)
+				for (size_t i = 8 * w;; i++)
+					if (b[i] != pat_byte(tag, i))
+						return i;
+		}
+	for (size_t i = words * 8; i < size; i++)
+		if (b[i] != pat_byte(tag, i))
+			return i;
+	return SIZE_MAX;
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Sorts a copy of v[0..n) and checks that no two objects of `size` bytes overlap. */
+static inline void check_disjoint(void *const *v, size_t n, size_t size, const char *what)
+{
+	void **s = malloc((n ? n : 1) * sizeof *s);
+	CHECK(s, "malloc for the sort");
+	memcpy(s, v, n * sizeof *s);
+	qsort(s, n, sizeof *s, cmp_ptr);
+	for (size_t i = 1; i < n; i++)
+		CHECK((uintptr_t)s[i - 1] + size <= (uintptr_t)s[i],
+		      "%s: objects %p and %p of %zu bytes overlap (or are the same)", what, s[i - 1],
+		      s[i], size);
+	free(s);
+}
+
+/* A field of /proc/self/status in KiB (VmSize, VmRSS), or -1. */
+static inline long proc_status_kb(const char *field)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		return -1;
+	char line[256];
+	long v = -1;
+	size_t n = strlen(field);
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, field, n) && line[n] == ':') {
+			v = strtol(line + n + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+static inline double now_sec(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Reads all of fd into a NUL-terminated malloc'ed buffer. */
+static inline char *read_all(int fd)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	CHECK(buf, "malloc");
+	for (;;) {
+		if (len + 1 == cap) {
+			char *nb = realloc(buf, cap *= 2);
+			CHECK(nb, "realloc");
+			buf = nb;
+		}
+		ssize_t r = read(fd, buf + len, cap - 1 - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	buf[len] = 0;
+	return buf;
+}
+
+/* Everything written to fd 2 between capture_start and capture_end (in this process). */
+struct capture {
+	int saved, fd;
+};
+
+static inline void capture_start(struct capture *c)
+{
+	char path[] = "/tmp/slub_unit_stderr.XXXXXX";
+	fflush(stderr);
+	c->fd = mkstemp(path);
+	CHECK(c->fd >= 0, "mkstemp: %s", strerror(errno));
+	unlink(path);
+	c->saved = dup(2);
+	CHECK(c->saved >= 0 && dup2(c->fd, 2) == 2, "dup2");
+}
+
+static inline char *capture_end(struct capture *c)
+{
+	fflush(stderr);
+	dup2(c->saved, 2);
+	close(c->saved);
+	lseek(c->fd, 0, SEEK_SET);
+	char *s = read_all(c->fd);
+	close(c->fd);
+	return s;
+}
+
+/* Slabs alive now (made - freed), from slub_stats_print's first line. */
+static inline long live_slabs(void)
+{
+	struct capture c;
+	capture_start(&c);
+	slub_stats_print(2);
+	char *s = capture_end(&c);
+	unsigned long made = 0, freed = 0;
+	const char *p = strstr(s, "slabs made ");
+	CHECK(p && sscanf(p, "slabs made %lu, freed %lu", &made, &freed) == 2,
+	      "slub_stats_print output not understood: \"%s\"", s);
+	free(s);
+	return (long)(made - freed);
+}
+
+/* Runs fn(arg) in a child with stderr captured (no core dump). Returns the wait status;
+ * *err gets the child's stderr (malloc'ed). */
+static inline int run_in_child(void (*fn)(void *), void *arg, char **err)
+{
+	int pfd[2];
+	CHECK(pipe(pfd) == 0, "pipe");
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		struct rlimit no_core = {0, 0};
+		setrlimit(RLIMIT_CORE, &no_core);
+		close(pfd[0]);
+		dup2(pfd[1], 2);
+		close(pfd[1]);
+		fn(arg);
+		_exit(0);
+	}
+	close(pfd[1]);
+	*err = read_all(pfd[0]);
+	close(pfd[0]);
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		CHECK(errno == EINTR, "waitpid: %s", strerror(errno));
+	return st;
+}
+
+/* The child must have died of SIGABRT after writing a `slubmalloc:` line to stderr. */
+static inline void expect_report(void (*fn)(void *), void *arg, const char *what)
+{
+	char *err;
+	int st = run_in_child(fn, arg, &err);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
+	      "%s: child should abort, but %s %d (stderr: \"%s\")", what,
+	      WIFSIGNALED(st) ? "got signal" : "exited with", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
+	      err);
+	CHECK(strstr(err, "slubmalloc:"), "%s: no `slubmalloc:` line on stderr (got \"%s\")", what, err);
+	free(err);
+}
+
+/* Each test case runs in a child of its own, under a time limit; returns failures. */
+struct test_case {
+	const char *name;
+	void (*fn)(void);
+};
+
+/* Runs every case, or only those named on the command line (argv[1..]). */
+static inline int run_cases(int argc, char **argv, const struct test_case *t, size_t n,
+			    unsigned limit_s)
+{
+	int failed = 0;
+	size_t ran = 0;
+	for (size_t i = 0; i < n; i++) {
+		int wanted = argc < 2;
+		for (int a = 1; a < argc; a++)
+			wanted |= !strcmp(argv[a], t[i].name);
+		if (!wanted)
+			continue;
+		ran++;
+		double t0 = now_sec();
+		fflush(stdout);
+		fflush(stderr);
+		pid_t pid = fork();
+		CHECK(pid >= 0, "fork");
+		if (pid == 0) {
+			alarm(limit_s);
+			t[i].fn();
+			fflush(stdout);
+			_exit(0);
+		}
+		int st;
+		while (waitpid(pid, &st, 0) < 0)
+			CHECK(errno == EINTR, "waitpid");
+		double dt = now_sec() - t0;
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+			printf("PASS %s (%.1fs)\n", t[i].name, dt);
+		} else {
+			failed++;
+			if (WIFSIGNALED(st))
+				printf("FAIL %s (signal %d%s, %.1fs)\n", t[i].name, WTERMSIG(st),
+				       WTERMSIG(st) == SIGALRM ? ": over the time limit" : "", dt);
+			else
+				printf("FAIL %s (exit %d, %.1fs)\n", t[i].name, WEXITSTATUS(st), dt);
+		}
+		fflush(stdout);
+	}
+	printf("%s: %zu cases, %d failed\n", argv[0], ran, failed);
+	return failed ? 1 : 0;
+}
+
+#endif

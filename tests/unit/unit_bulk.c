@@ -1,0 +1,792 @@
+/* unit_bulk.c: malloc_bulk and free_bulk through the public API (linked with libslubmalloc.so,
+ * as a user program is): every size class and large sizes; n = 0, 1 and large n; bad
+ * arguments; bulk objects freed one by one and single objects freed in bulk; pointers mixed
+ * across classes, allocation functions and threads (some of them exited); cross-thread bulk
+ * frees racing with the owner's own bulk calls; ENOMEM all-or-nothing under an RLIMIT_AS cap;
+ * no slab leaks over repeated bulk cycles; invalid pointers reported; a randomized sequence
+ * comparing bulk calls with the equivalent single calls (same live set, same usable sizes,
+ * contents intact). Each case runs in a child of its own; `unit_bulk NAME...` runs only the
+ * named cases. */
+#include <malloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "api_util.h"
+#include "slubmalloc.h"
+
+#define MIB (1024UL * 1024UL)
+
+/* The size classes as README.md describes them: 16..128 by 16, then 8 per power of two. */
+static size_t class_sizes(size_t *out)
+{
+	size_t n = 0;
+	for (size_t s = 16; s <= 128; s += 16)
+		out[n++] = s;
+	for (unsigned l = 7; l < 15; l++)
+		for (size_t k = 1; k <= 8; k++)
+			out[n++] = ((size_t)1 << l) + k * ((size_t)1 << (l - 3));
+	return n;
+}
+
+/* Every class size, the smallest request of each class, 1, and large sizes. */
+static size_t test_sizes(size_t *out)
+{
+	size_t cls[80], nc = class_sizes(cls), n = 0;
+	CHECK(nc == 72 && cls[nc - 1] == 32768, "class table: %zu classes, last %zu", nc, cls[nc - 1]);
+	out[n++] = 1;
+	for (size_t i = 0; i < nc; i++) {
+		if (i > 0)
+			out[n++] = cls[i - 1] + 1;
+		out[n++] = cls[i];
+	}
+	static const size_t large[] = {32769, 40000, 65536, 100000, MIB, 3 * MIB + 5};
+	for (size_t i = 0; i < sizeof large / sizeof large[0]; i++)
+		out[n++] = large[i];
+	return n;
+}
+
+/* Checks a bulk result: n objects, aligned, usable, disjoint; then tags them. */
+static void check_fresh(void **v, size_t n, size_t size, uint64_t tag0, const char *what)
+{
+	for (size_t i = 0; i < n; i++) {
+		CHECK(v[i], "%s: size %zu: entry %zu of %zu is NULL", what, size, i, n);
+		CHECK(((uintptr_t)v[i] & 15) == 0, "%s: size %zu: %p not 16-byte aligned", what, size,
+		      v[i]);
+		size_t u = malloc_usable_size(v[i]);
+		CHECK(u >= size, "%s: size %zu: usable size %zu", what, size, u);
+	}
+	check_disjoint(v, n, size, what);
+	for (size_t i = 0; i < n; i++)
+		pat_fill(v[i], size, tag0 + i);
+}
+
+static void verify(void **v, size_t n, size_t size, uint64_t tag0, const char *what)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!v[i])
+			continue;
+		size_t bad = pat_bad(v[i], size, tag0 + i);
+		CHECK(bad == SIZE_MAX, "%s: size %zu: object %zu (%p) of %zu corrupted at byte %zu", what,
+		      size, i, v[i], n, bad);
+	}
+}
+
+/* ---- every size class and large sizes, with every way of freeing ---- */
+static void case_every_size(void)
+{
+	size_t sizes[200], ns = test_sizes(sizes);
+	static const size_t counts_small[] = {1, 2, 3, 31, 130};
+	static const size_t counts_large[] = {1, 2, 5};
+	void *v[130];
+	uint64_t tag = 1;
+	for (size_t si = 0; si < ns; si++) {
+		size_t size = sizes[si];
+		int large = size > 32768;
+		const size_t *counts = large ? counts_large : counts_small;
+		size_t ncounts = large ? 3 : 5;
+		for (size_t ci = 0; ci < ncounts; ci++) {
+			size_t n = counts[ci];
+			errno = 0;
+			size_t got = malloc_bulk(size, n, v);
+			CHECK(got == n, "malloc_bulk(%zu, %zu) = %zu, errno %d", size, n, got, errno);
+			check_fresh(v, n, size, tag, "every_size");
+			verify(v, n, size, tag, "every_size");
+			switch ((si + ci) % 4) {
+			case 0: /* all at once, with NULL entries among them */
+				if (n > 1) {
+					void *w[131];
+					memcpy(w, v, n * sizeof *v);
+					w[n] = NULL;
+					void *t = w[0];
+					w[0] = NULL;
+					w[n] = t;
+					free_bulk(n + 1, w);
+				} else {
+					free_bulk(n, v);
+				}
+				break;
+			case 1: /* one by one */
+				for (size_t i = 0; i < n; i++)
+					free(v[n - 1 - i]);
+				break;
+			case 2: /* half in bulk, half one by one */
+				free_bulk(n / 2, v);
+				for (size_t i = n / 2; i < n; i++)
+					free(v[i]);
+				break;
+			default: /* realloc (bigger) keeps the contents, then bulk */
+				for (size_t i = 0; i < n; i++) {
+					void *p = realloc(v[i], size * 2 + 1);
+					CHECK(p, "realloc of a bulk object of %zu", size);
+					size_t bad = pat_bad(p, size, tag + i);
+					CHECK(bad == SIZE_MAX, "realloc of bulk object (%zu B) lost byte %zu",
+					      size, bad);
+					v[i] = p;
+				}
+				free_bulk(n, v);
+				break;
+			}
+			tag += n;
+		}
+	}
+	printf("  %zu sizes checked\n", ns);
+}
+
+/* ---- n = 0, NULL arrays, n = 1, large n ---- */
+static void case_counts(void)
+{
+	void *v[4] = {(void *)0x1234, (void *)0x5678, (void *)1, (void *)8};
+	errno = 0;
+	CHECK(malloc_bulk(64, 0, v) == 0, "malloc_bulk(64, 0) returned nonzero");
+	CHECK(v[0] == (void *)0x1234 && v[1] == (void *)0x5678, "malloc_bulk(n=0) wrote to ptrs");
+	CHECK(malloc_bulk(64, 0, NULL) == 0, "malloc_bulk(64, 0, NULL)");
+	CHECK(malloc_bulk(100000, 0, v) == 0 && v[0] == (void *)0x1234, "malloc_bulk(large, 0)");
+	errno = 0;
+	CHECK(malloc_bulk(64, 3, NULL) == 0 && errno == EINVAL,
+	      "malloc_bulk(64, 3, NULL) must fail with EINVAL (errno %d)", errno);
+	free_bulk(0, v); /* must not look at the (invalid) entries */
+	free_bulk(4, (void *[4]){NULL, NULL, NULL, NULL});
+
+	/* size 0: n distinct, freeable objects, like malloc(0) */
+	void *z[8];
+	CHECK(malloc_bulk(0, 8, z) == 8, "malloc_bulk(0, 8)");
+	check_disjoint(z, 8, 1, "size 0");
+	free_bulk(8, z);
+
+	/* n = 1 of every class is in case_every_size; here: many single-object bulks in a row
+	 * (each takes from and refills the thread's bin) */
+	void *one[1000];
+	for (size_t i = 0; i < 1000; i++) {
+		CHECK(malloc_bulk(48, 1, &one[i]) == 1, "malloc_bulk(48, 1) #%zu", i);
+		pat_fill(one[i], 48, i);
+	}
+	check_disjoint(one, 1000, 48, "n=1 repeated");
+	for (size_t i = 0; i < 1000; i++)
+		CHECK(pat_bad(one[i], 48, i) == SIZE_MAX, "n=1 object %zu corrupted", i);
+	for (size_t i = 0; i < 1000; i++)
+		free_bulk(1, &one[i]);
+
+	/* large n: small, medium and large objects, twice (the second time reuses the first) */
+	static const struct {
+		size_t size, n;
+	} big[] = {{16, 2000000}, {1000, 50000}, {32768, 2000}, {65537, 300}};
+	for (int round = 0; round < 2; round++)
+		for (size_t b = 0; b < sizeof big / sizeof big[0]; b++) {
+			size_t size = big[b].size, n = big[b].n;
+			void **w = malloc(n * sizeof *w);
+			CHECK(w, "malloc for %zu pointers", n);
+			double t0 = now_sec();
+			CHECK(malloc_bulk(size, n, w) == n, "malloc_bulk(%zu, %zu) failed: errno %d",
+			      size, n, errno);
+			double t1 = now_sec();
+			for (size_t i = 0; i < n; i++) {
+				CHECK(w[i] && ((uintptr_t)w[i] & 15) == 0, "large n: bad pointer %p", w[i]);
+				((uint64_t *)w[i])[0] = i * 2654435761u;
+				((unsigned char *)w[i])[size - 1] = (unsigned char)i;
+			}
+			check_disjoint(w, n, size, "large n");
+			for (size_t i = 0; i < n; i++)
+				CHECK(((uint64_t *)w[i])[0] == i * 2654435761u &&
+					      ((unsigned char *)w[i])[size - 1] == (unsigned char)i,
+				      "large n: object %zu of %zu (size %zu) overwritten", i, n, size);
+			double t2 = now_sec();
+			free_bulk(n, w);
+			double t3 = now_sec();
+			if (round == 1)
+				printf("  malloc_bulk(%zu, %zu): %.1f ms, free_bulk %.1f ms\n", size, n,
+				       (t1 - t0) * 1e3, (t3 - t2) * 1e3);
+			free(w);
+		}
+}
+
+/* ---- bulk objects freed one by one, single objects freed in bulk, and mixtures ---- */
+static void case_single_bulk_mix(void)
+{
+	uint64_t rng = 42;
+	enum { N = 3000 };
+	static void *v[N];
+	static size_t sz[N];
+	for (int round = 0; round < 40; round++) {
+		size_t size = 1 + rng_below(&rng, round % 5 == 4 ? 100000 : 2048);
+		/* bulk, then free() one by one in random order */
+		size_t n = 1 + rng_below(&rng, N);
+		CHECK(malloc_bulk(size, n, v) == n, "malloc_bulk(%zu, %zu)", size, n);
+		check_fresh(v, n, size, 1000, "bulk then single");
+		shuffle(v, n, &rng);
+		for (size_t i = 0; i < n; i++)
+			free(v[i]);
+		/* singles of random sizes (and calloc, aligned_alloc), then free_bulk in chunks */
+		for (size_t i = 0; i < n; i++) {
+			sz[i] = 1 + rng_below(&rng, i % 97 == 0 ? 70000 : 600);
+			switch (i % 4) {
+			case 0: v[i] = malloc(sz[i]); break;
+			case 1: v[i] = calloc(1, sz[i]); break;
+			case 2: v[i] = aligned_alloc(64, (sz[i] + 63) & ~(size_t)63); break;
+			default: v[i] = realloc(NULL, sz[i]); break;
+			}
+			CHECK(v[i], "single allocation of %zu", sz[i]);
+			pat_fill(v[i], sz[i], i);
+		}
+		for (size_t i = 0; i < n; i++)
+			CHECK(pat_bad(v[i], sz[i], i) == SIZE_MAX, "single object %zu corrupted", i);
+		for (size_t i = 0; i < n;) {
+			size_t k = 1 + rng_below(&rng, 300);
+			if (k > n - i)
+				k = n - i;
+			free_bulk(k, v + i);
+			i += k;
+		}
+		/* bulk, free half one by one, allocate singles in their place, bulk-free all */
+		CHECK(malloc_bulk(size, n, v) == n, "malloc_bulk(%zu, %zu) #2", size, n);
+		check_fresh(v, n, size, 5000, "bulk/single mix");
+		for (size_t i = 0; i < n; i += 2) {
+			free(v[i]);
+			v[i] = malloc(size);
+			CHECK(v[i], "malloc(%zu)", size);
+			pat_fill(v[i], size, 5000 + i);
+		}
+		check_disjoint(v, n, size, "bulk/single mix");
+		verify(v, n, size, 5000, "bulk/single mix");
+		free_bulk(n, v);
+	}
+}
+
+/* ---- pointers mixed across classes, allocation functions and threads ---- */
+enum { MT_THREADS = 4, MT_PER = 3000, MT_ROUNDS = 8, MT_EPHEMERAL = 1500 };
+
+struct entry {
+	void *p;
+	size_t size;
+	uint64_t tag;
+};
+
+static struct entry pool[MT_THREADS * MT_PER + MT_EPHEMERAL];
+static size_t pool_n;
+static pthread_barrier_t mt_bar;
+
+/* Allocates n entries of mixed kinds into e (thread-local choices from seed). */
+static void alloc_mixed(struct entry *e, size_t n, uint64_t seed, uint64_t tag0)
+{
+	uint64_t rng = seed;
+	void *tmp[64];
+	for (size_t i = 0; i < n;) {
+		unsigned kind = (unsigned)rng_below(&rng, 7);
+		size_t size = rng_below(&rng, 8) ? 1 + rng_below(&rng, 1024)
+						 : 1 + rng_below(&rng, rng_below(&rng, 4) ? 32768 : 200000);
+		if (kind <= 2) { /* a bulk of 1..64 */
+			size_t k = 1 + rng_below(&rng, 64);
+			if (k > n - i)
+				k = n - i;
+			CHECK(malloc_bulk(size, k, tmp) == k, "mixed: malloc_bulk(%zu, %zu)", size, k);
+			for (size_t j = 0; j < k; j++)
+				e[i + j] = (struct entry){tmp[j], size, tag0 + i + j};
+			i += k;
+			continue;
+		}
+		void *p = NULL;
+		if (kind == 3)
+			p = malloc(size);
+		else if (kind == 4)
+			p = calloc(size, 1);
+		else if (kind == 5)
+			CHECK(posix_memalign(&p, 256, size) == 0, "posix_memalign");
+		else
+			p = realloc(malloc(size / 2 + 1), size);
+		CHECK(p, "mixed: allocation of %zu (kind %u)", size, kind);
+		e[i] = (struct entry){p, size, tag0 + i};
+		i++;
+	}
+	for (size_t i = 0; i < n; i++)
+		pat_fill(e[i].p, e[i].size, e[i].tag);
+}
+
+static void *ephemeral_main(void *arg)
+{
+	alloc_mixed(pool + MT_THREADS * MT_PER, MT_EPHEMERAL, (uintptr_t)arg, 900000000);
+	return NULL; /* exits: its objects are freed by the others after it is gone */
+}
+
+static void *mixed_main(void *arg)
+{
+	unsigned id = (unsigned)(uintptr_t)arg;
+	uint64_t rng = 77 + id;
+	void **batch = malloc((pool_n / MT_THREADS + 64) * sizeof *batch);
+	CHECK(batch, "malloc");
+	for (unsigned r = 0; r < MT_ROUNDS; r++) {
+		alloc_mixed(pool + id * MT_PER, MT_PER, rng_next(&rng), (uint64_t)(id + 1) << 32 | r << 20);
+		pthread_barrier_wait(&mt_bar); /* everyone allocated; main shuffles */
+		pthread_barrier_wait(&mt_bar);
+		/* free a quarter of the shuffled pool, which mixes every thread's objects */
+		size_t lo = pool_n * id / MT_THREADS, hi = pool_n * (id + 1) / MT_THREADS, m = 0;
+		for (size_t i = lo; i < hi; i++) {
+			size_t bad = pat_bad(pool[i].p, pool[i].size, pool[i].tag);
+			CHECK(bad == SIZE_MAX, "mixed: object %p (%zu B) corrupted at %zu before free",
+			      pool[i].p, pool[i].size, bad);
+			if (rng_below(&rng, 50) == 0)
+				batch[m++] = NULL;
+			batch[m++] = pool[i].p;
+		}
+		for (size_t i = 0; i < m;) {
+			size_t k = 1 + rng_below(&rng, 400);
+			if (k > m - i)
+				k = m - i;
+			free_bulk(k, batch + i);
+			i += k;
+		}
+		pthread_barrier_wait(&mt_bar);
+	}
+	free(batch);
+	return NULL;
+}
+
+static void case_mixed_threads(void)
+{
+	pthread_t t[MT_THREADS];
+	CHECK(pthread_barrier_init(&mt_bar, NULL, MT_THREADS + 1) == 0, "barrier");
+	pool_n = MT_THREADS * MT_PER + MT_EPHEMERAL;
+	for (unsigned i = 0; i < MT_THREADS; i++)
+		CHECK(pthread_create(&t[i], NULL, mixed_main, (void *)(uintptr_t)i) == 0, "create");
+	uint64_t rng = 5;
+	for (unsigned r = 0; r < MT_ROUNDS; r++) {
+		pthread_t e;
+		CHECK(pthread_create(&e, NULL, ephemeral_main, (void *)(uintptr_t)(r + 1000)) == 0,
+		      "create");
+		pthread_join(e, NULL);
+		pthread_barrier_wait(&mt_bar);
+		for (size_t i = pool_n; i > 1; i--) { /* shuffle the entries */
+			size_t j = rng_below(&rng, i);
+			struct entry x = pool[i - 1];
+			pool[i - 1] = pool[j];
+			pool[j] = x;
+		}
+		pthread_barrier_wait(&mt_bar);
+		pthread_barrier_wait(&mt_bar);
+	}
+	for (unsigned i = 0; i < MT_THREADS; i++)
+		pthread_join(t[i], NULL);
+	/* the heap still works and hands out distinct objects */
+	void *v[5000];
+	CHECK(malloc_bulk(200, 5000, v) == 5000, "malloc_bulk after the mixed frees");
+	check_fresh(v, 5000, 200, 1, "after mixed");
+	free_bulk(5000, v);
+}
+
+/* ---- cross-thread bulk frees racing with the owner ---- */
+enum { RACE_FREERS = 2, RACE_QUEUE = 256, RACE_MAXK = 64 };
+
+struct batch {
+	void *v[RACE_MAXK];
+	size_t n, size;
+	uint64_t tag0;
+};
+
+static struct batch *race_q[RACE_QUEUE];
+static size_t race_head, race_tail;
+static int race_done;
+static pthread_mutex_t race_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t race_cv = PTHREAD_COND_INITIALIZER;
+static atomic_ulong race_allocated, race_freed;
+
+static void race_free(struct batch *b, uint64_t *rng)
+{
+	verify(b->v, b->n, b->size, b->tag0, "race");
+	unsigned how = (unsigned)rng_below(rng, 8);
+	if (how == 0) {
+		for (size_t i = 0; i < b->n; i++)
+			free(b->v[i]);
+	} else {
+		if (how == 1)
+			shuffle(b->v, b->n, rng);
+		free_bulk(b->n, b->v);
+	}
+	atomic_fetch_add(&race_freed, b->n);
+	free(b);
+}
+
+static void *race_freer(void *arg)
+{
+	uint64_t rng = 1000 + (uintptr_t)arg;
+	for (;;) {
+		pthread_mutex_lock(&race_mu);
+		while (race_head == race_tail && !race_done)
+			pthread_cond_wait(&race_cv, &race_mu);
+		if (race_head == race_tail) {
+			pthread_mutex_unlock(&race_mu);
+			return NULL;
+		}
+		struct batch *b = race_q[race_head++ % RACE_QUEUE];
+		pthread_cond_broadcast(&race_cv);
+		pthread_mutex_unlock(&race_mu);
+		race_free(b, &rng);
+	}
+}
+
+static void case_cross_thread_race(void)
+{
+	static const size_t sizes[] = {16, 64, 256, 1024, 40000};
+	pthread_t t[RACE_FREERS];
+	for (unsigned i = 0; i < RACE_FREERS; i++)
+		CHECK(pthread_create(&t[i], NULL, race_freer, (void *)(uintptr_t)i) == 0, "create");
+	uint64_t rng = 99, tag = 1;
+	struct batch *mine[16] = {0};
+	double t_end = now_sec() + 4.0;
+	unsigned long iters = 0;
+	while (iters < 1500000 && (iters < 20000 || now_sec() < t_end)) {
+		iters++;
+		struct batch *b = malloc(sizeof *b);
+		CHECK(b, "malloc");
+		b->size = sizes[rng_below(&rng, iters % 64 == 0 ? 5 : 4)];
+		b->n = 1 + rng_below(&rng, RACE_MAXK);
+		b->tag0 = tag;
+		tag += b->n;
+		CHECK(malloc_bulk(b->size, b->n, b->v) == b->n, "race: malloc_bulk(%zu, %zu)", b->size,
+		      b->n);
+		atomic_fetch_add(&race_allocated, b->n);
+		for (size_t i = 0; i < b->n; i++)
+			pat_fill(b->v[i], b->size < 256 ? b->size : 256, b->tag0 + i);
+		if (b->size > 256) /* tag the whole object only for the small ones: fast enough */
+			b->size = 256;
+		if (rng_below(&rng, 3) == 0) { /* the owner frees some of its objects itself */
+			unsigned slot = (unsigned)rng_below(&rng, 16);
+			if (mine[slot])
+				race_free(mine[slot], &rng);
+			mine[slot] = b;
+			continue;
+		}
+		pthread_mutex_lock(&race_mu);
+		while (race_tail - race_head == RACE_QUEUE)
+			pthread_cond_wait(&race_cv, &race_mu);
+		race_q[race_tail++ % RACE_QUEUE] = b;
+		pthread_cond_broadcast(&race_cv);
+		pthread_mutex_unlock(&race_mu);
+	}
+	pthread_mutex_lock(&race_mu);
+	race_done = 1;
+	pthread_cond_broadcast(&race_cv);
+	pthread_mutex_unlock(&race_mu);
+	for (unsigned i = 0; i < RACE_FREERS; i++)
+		pthread_join(t[i], NULL);
+	for (unsigned s = 0; s < 16; s++)
+		if (mine[s])
+			race_free(mine[s], &rng);
+	CHECK(atomic_load(&race_allocated) == atomic_load(&race_freed), "race: %lu allocated, %lu freed",
+	      atomic_load(&race_allocated), atomic_load(&race_freed));
+	printf("  %lu bulk batches, %lu objects\n", iters, atomic_load(&race_allocated));
+	void *v[4000];
+	CHECK(malloc_bulk(64, 4000, v) == 4000, "malloc_bulk after the race");
+	check_fresh(v, 4000, 64, 7, "after race");
+	free_bulk(4000, v);
+}
+
+/* ---- ENOMEM: all or nothing, under an RLIMIT_AS cap (in children) ---- */
+#define CAP_BYTES (200 * MIB)
+
+static void cap_address_space(void)
+{
+	long vm = proc_status_kb("VmSize");
+	CHECK(vm > 0, "VmSize unreadable");
+	struct rlimit rl = {(rlim_t)vm * 1024 + CAP_BYTES, (rlim_t)vm * 1024 + CAP_BYTES};
+	CHECK(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit: %s", strerror(errno));
+}
+
+static void enomem_child(void *arg)
+{
+	size_t size = *(size_t *)arg;
+	size_t n_fail = 2 * CAP_BYTES / size, n_ok = CAP_BYTES * 5 / 8 / size;
+	void **v = malloc(n_fail * sizeof *v);
+	CHECK(v, "malloc");
+	void *warm[8];
+	CHECK(malloc_bulk(size, 8, warm) == 8, "warm-up bulk"); /* the thread's bin holds some */
+	free_bulk(8, warm);
+	cap_address_space();
+	long slabs0 = live_slabs();
+	long rss0 = proc_status_kb("VmRSS"), vm0 = proc_status_kb("VmSize");
+	for (size_t i = 0; i < n_fail; i++)
+		v[i] = (void *)0x1;
+	errno = 0;
+	size_t got = malloc_bulk(size, n_fail, v);
+	int err = errno;
+	long rss1 = proc_status_kb("VmRSS"), vm1 = proc_status_kb("VmSize");
+	long slabs1 = live_slabs();
+	fprintf(stderr, "  size %zu: failed bulk of %zu MiB: RSS %+ld KiB, VmSize %+ld KiB, live "
+		"slabs %+ld\n", size, n_fail * size / MIB, rss1 - rss0, vm1 - vm0, slabs1 - slabs0);
+	CHECK(got == 0, "malloc_bulk(%zu, %zu) under a %lu MiB cap returned %zu", size, n_fail,
+	      CAP_BYTES / MIB, got);
+	CHECK(err == ENOMEM, "errno %d after the failed bulk (want ENOMEM)", err);
+	/* nothing kept: the slabs of the failed attempt are gone (but for the few a cache keeps
+	 * empty and the thread's active one), its memory is not resident... */
+	CHECK(slabs1 - slabs0 <= 4, "%ld slabs more alive after the failed bulk", slabs1 - slabs0);
+	CHECK(rss1 - rss0 < (long)(CAP_BYTES / 4 / 1024),
+	      "RSS grew by %ld KiB after the failed bulk (cap %lu MiB)", rss1 - rss0, CAP_BYTES / MIB);
+	if (size > 32768) /* large blocks are mappings of their own: unmapped, or a few cached */
+		CHECK(vm1 - vm0 < (long)(CAP_BYTES / 2 / 1024),
+		      "VmSize grew by %ld KiB after the failed bulk", vm1 - vm0);
+	/* ... and reusable: a bulk of 5/8 of the cap now succeeds, and so do single mallocs */
+	got = malloc_bulk(size, n_ok, v);
+	CHECK(got == n_ok, "after the failure, malloc_bulk(%zu, %zu) (%lu MiB) = %zu, errno %d",
+	      size, n_ok, n_ok * size / MIB, got, errno);
+	check_fresh(v, n_ok, size < 64 ? size : 64, 3, "after ENOMEM");
+	verify(v, n_ok, size < 64 ? size : 64, 3, "after ENOMEM");
+	free_bulk(n_ok, v);
+	void *p = malloc(size);
+	CHECK(p, "malloc(%zu) after the failed bulk", size);
+	free(p);
+	/* a second failure behaves the same */
+	errno = 0;
+	CHECK(malloc_bulk(size, n_fail, v) == 0 && errno == ENOMEM, "second failing bulk");
+	CHECK(malloc_bulk(size, n_ok, v) == n_ok, "bulk after the second failure");
+	free_bulk(n_ok, v);
+	fflush(stderr);
+}
+
+static void case_enomem(void)
+{
+	static size_t sizes[] = {4096, 256, MIB + 1, 40000};
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		char *err;
+		int st = run_in_child(enomem_child, &sizes[i], &err);
+		fputs(err, stdout);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ENOMEM child for size %zu failed (%s %d)",
+		      sizes[i], WIFSIGNALED(st) ? "signal" : "exit",
+		      WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+		free(err);
+	}
+	/* impossible sizes fail at once, without a cap */
+	void *v[3];
+	errno = 0;
+	CHECK(malloc_bulk((size_t)1 << 62, 3, v) == 0 && errno == ENOMEM, "malloc_bulk(2^62, 3)");
+	errno = 0;
+	CHECK(malloc_bulk(SIZE_MAX, 1, v) == 0 && errno == ENOMEM, "malloc_bulk(SIZE_MAX, 1)");
+}
+
+/* ---- nothing leaks: repeated bulk cycles leave the live slab count where it was ---- */
+static void case_no_leak(void)
+{
+	static const size_t sizes[] = {16, 200, 1000, 4096, 32768};
+	enum { MAXN = 20000 };
+	void **v = malloc(MAXN * sizeof *v);
+	CHECK(v, "malloc");
+	long base = 0;
+	for (int round = 0; round < 60; round++) {
+		for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+			size_t size = sizes[si], n = 8 * MIB / size;
+			if (n > MAXN)
+				n = MAXN;
+			CHECK(malloc_bulk(size, n, v) == n, "malloc_bulk(%zu, %zu)", size, n);
+			for (size_t i = 0; i < n; i++)
+				*(volatile char *)v[i] = 1;
+			switch ((round + (int)si) % 3) {
+			case 0:
+				free_bulk(n, v);
+				break;
+			case 1:
+				for (size_t i = 0; i < n; i++)
+					free(v[i]);
+				break;
+			default:
+				free_bulk(n / 3, v);
+				for (size_t i = n / 3; i < n; i++)
+					free(v[i]);
+				break;
+			}
+			for (size_t i = 0; i < n; i++) /* singles, freed in bulk */
+				CHECK((v[i] = malloc(size)), "malloc(%zu)", size);
+			free_bulk(n, v);
+		}
+		if (round == 9)
+			base = live_slabs();
+	}
+	long end = live_slabs();
+	printf("  live slabs after 10 rounds %ld, after 60 rounds %ld\n", base, end);
+	CHECK(end - base <= 4, "live slabs grew from %ld to %ld over 50 rounds of bulk cycles", base,
+	      end);
+	free(v);
+}
+
+/* ---- invalid pointers in free_bulk are reported ---- */
+static void bad_foreign(void *arg)
+{
+	(void)arg;
+	int local;
+	void *v[3];
+	CHECK(malloc_bulk(64, 2, v) == 2, "malloc_bulk");
+	v[2] = &local;
+	free_bulk(3, v);
+}
+
+static void bad_interior(void *arg)
+{
+	(void)arg;
+	void *v[4];
+	CHECK(malloc_bulk(64, 4, v) == 4, "malloc_bulk");
+	v[2] = (char *)v[2] + 16;
+	free_bulk(4, v);
+}
+
+static void bad_double(void *arg)
+{
+	(void)arg;
+	void *v[4];
+	CHECK(malloc_bulk(96, 3, v) == 3, "malloc_bulk");
+	v[3] = v[2];
+	free_bulk(4, v);
+}
+
+static void bad_large_interior(void *arg)
+{
+	(void)arg;
+	void *v[2];
+	CHECK(malloc_bulk(100000, 2, v) == 2, "malloc_bulk");
+	v[1] = (char *)v[1] + 4096;
+	free_bulk(2, v);
+}
+
+static void case_invalid_reported(void)
+{
+	expect_report(bad_foreign, NULL, "free_bulk with a stack pointer");
+	expect_report(bad_interior, NULL, "free_bulk with an interior pointer");
+	expect_report(bad_double, NULL, "free_bulk with the same pointer twice in a row");
+	expect_report(bad_large_interior, NULL, "free_bulk with an interior pointer of a large block");
+}
+
+/* ---- randomized: bulk calls against the equivalent single calls ---- */
+struct arm {
+	void **p;
+	size_t *size;
+	uint64_t *tag;
+	size_t n;
+};
+
+static void arm_init(struct arm *a, size_t cap)
+{
+	a->p = malloc(cap * sizeof *a->p);
+	a->size = malloc(cap * sizeof *a->size);
+	a->tag = malloc(cap * sizeof *a->tag);
+	CHECK(a->p && a->size && a->tag, "malloc");
+	a->n = 0;
+}
+
+static void arm_verify(const struct arm *a, const char *name)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		size_t bad = pat_bad(a->p[i], a->size[i], a->tag[i]);
+		CHECK(bad == SIZE_MAX, "random/%s: live object %zu (%p, %zu B) corrupted at byte %zu",
+		      name, i, a->p[i], a->size[i], bad);
+	}
+}
+
+static void case_random_vs_single(void)
+{
+	enum { CAP = 40000, STEPS = 4000 };
+	struct arm single, bulk;
+	arm_init(&single, CAP);
+	arm_init(&bulk, CAP);
+	void **tmp = malloc(CAP * sizeof *tmp);
+	size_t *idx = malloc(CAP * sizeof *idx);
+	CHECK(tmp && idx, "malloc");
+	uint64_t rng = 2024, tag = 1;
+	size_t cls[80];
+	size_t nc = class_sizes(cls);
+	for (unsigned step = 0; step < STEPS; step++) {
+		int do_alloc = single.n < 100 || (single.n < CAP - 600 && rng_below(&rng, 2));
+		if (do_alloc) {
+			size_t size;
+			unsigned r = (unsigned)rng_below(&rng, 10);
+			if (r < 5)
+				size = cls[rng_below(&rng, nc)];
+			else if (r < 9)
+				size = 1 + rng_below(&rng, 3000);
+			else
+				size = 32769 + rng_below(&rng, 200000);
+			size_t k = 1 + rng_below(&rng, size > 32768 ? 8 : 300);
+			errno = 0;
+			size_t got = malloc_bulk(size, k, tmp);
+			CHECK(got == k, "random step %u: malloc_bulk(%zu, %zu) = %zu errno %d", step, size,
+			      k, got, errno);
+			for (size_t j = 0; j < k; j++) {
+				void *p = malloc(size);
+				CHECK(p, "random step %u: malloc(%zu)", step, size);
+				size_t us = malloc_usable_size(p), ub = malloc_usable_size(tmp[j]);
+				/* the same size class (a large block's usable size depends on which
+				 * cached mapping it reuses: only >= size) */
+				CHECK(size > 32768 ? us >= size && ub >= size : us == ub,
+				      "random step %u: size %zu: usable %zu from malloc, %zu from "
+				      "malloc_bulk", step, size, us, ub);
+				pat_fill(p, size, tag);
+				pat_fill(tmp[j], size, tag + 1);
+				single.p[single.n] = p, single.size[single.n] = size;
+				single.tag[single.n++] = tag;
+				bulk.p[bulk.n] = tmp[j], bulk.size[bulk.n] = size;
+				bulk.tag[bulk.n++] = tag + 1;
+				tag += 2;
+			}
+		} else {
+			/* free the same k random live entries from both arms */
+			size_t k = 1 + rng_below(&rng, single.n < 400 ? single.n : 400);
+			for (size_t j = 0; j < k; j++)
+				idx[j] = rng_below(&rng, single.n - j);
+			size_t m = 0;
+			for (size_t j = 0; j < k; j++) {
+				size_t i = idx[j];
+				CHECK(pat_bad(single.p[i], single.size[i], single.tag[i]) == SIZE_MAX &&
+					      pat_bad(bulk.p[i], bulk.size[i], bulk.tag[i]) == SIZE_MAX,
+				      "random step %u: entry %zu corrupted before free", step, i);
+				free(single.p[i]);
+				if (rng_below(&rng, 20) == 0)
+					tmp[m++] = NULL;
+				tmp[m++] = bulk.p[i];
+				size_t last = single.n - 1;
+				single.p[i] = single.p[last], single.size[i] = single.size[last];
+				single.tag[i] = single.tag[last];
+				bulk.p[i] = bulk.p[last], bulk.size[i] = bulk.size[last];
+				bulk.tag[i] = bulk.tag[last];
+				single.n--, bulk.n--;
+			}
+			if (rng_below(&rng, 2))
+				shuffle(tmp, m, &rng);
+			free_bulk(m, tmp);
+		}
+		CHECK(single.n == bulk.n, "live sets differ in size");
+		if (step % 100 == 99 || step == STEPS - 1) {
+			arm_verify(&single, "single");
+			arm_verify(&bulk, "bulk");
+			/* both arms' live objects are distinct and disjoint from each other */
+			size_t total = single.n + bulk.n;
+			void **all = malloc(total * sizeof *all);
+			size_t *allsz = malloc(total * sizeof *allsz);
+			CHECK(all && allsz, "malloc");
+			for (size_t i = 0; i < single.n; i++)
+				all[i] = single.p[i];
+			for (size_t i = 0; i < bulk.n; i++)
+				all[single.n + i] = bulk.p[i];
+			qsort(all, total, sizeof *all, cmp_ptr);
+			for (size_t i = 1; i < total; i++)
+				CHECK(all[i - 1] != all[i], "random step %u: %p live twice", step, all[i]);
+			free(all);
+			free(allsz);
+		}
+	}
+	/* the end: the single arm one by one, the bulk arm in one call */
+	for (size_t i = 0; i < single.n; i++)
+		free(single.p[i]);
+	free_bulk(bulk.n, bulk.p);
+	printf("  %u random steps, up to %d live objects per arm\n", STEPS, CAP);
+	free(tmp);
+	free(idx);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{"every_size", case_every_size},
+		{"counts", case_counts},
+		{"single_bulk_mix", case_single_bulk_mix},
+		{"mixed_threads", case_mixed_threads},
+		{"cross_thread_race", case_cross_thread_race},
+		{"enomem", case_enomem},
+		{"no_leak", case_no_leak},
+		{"invalid_reported", case_invalid_reported},
+		{"random_vs_single", case_random_vs_single},
+	};
+	return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);
+}
