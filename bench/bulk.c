@@ -1,0 +1,443 @@
+/* bulk.c: the bulk-allocation benchmark, after the kernel's slab_bulk_test01 (Brouer 2015,
+ * seeds 000/001): for bulk sizes 1..250, per object (one allocation plus one free), TSC cycles
+ * and ns of the fallback (a loop of malloc/free over the same n objects) against
+ * malloc_bulk/free_bulk, and of slub_cache_alloc/slub_cache_free against
+ * slub_cache_alloc_bulk/slub_cache_free_bulk, with the improvement in percent, in the seed's
+ * table format. Peer columns: the same fallback loop (bench/bulk_fallback, next to this
+ * program) run under LD_PRELOAD of mimalloc and jemalloc, as child processes of this run.
+ * The header gives the CPU model and the TSC frequency (rdtsc over ~100 ms of
+ * CLOCK_MONOTONIC); the closing lines check the issue's targets; RESULT lines follow.
+ * Pinned to one CPU. PASSES passes, each: REPS runs of every column in this process (about
+ * OBJECTS objects each), then the peers' processes (and a control: the same helper under
+ * slubmalloc); every figure is the median over all its runs, so a busy spell of the machine
+ * hits every column alike.
+ * Usage: bulk [-s SIZE] [-o OBJECTS] [-r REPS] [-p PASSES] [-P]   (-P: no peer runs)
+ * Environment: BULK_MIMALLOC, BULK_JEMALLOC: the peer libraries (defaults: Debian's). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bulk_common.h"
+#include "slubmalloc.h"
+
+extern char **environ;
+
+#define MAX_REPS 64
+#define MAX_PASSES 16
+
+static BULK_NOINLINE struct cost bulk_run(size_t size, size_t n, size_t loops)
+{
+	void *p[BULK_MAX_N];
+	uint64_t t0 = now_ns(), c0 = read_tsc();
+	for (size_t l = 0; l < loops; l++) {
+		if (malloc_bulk(size, n, p) != n)
+			bulk_die("malloc_bulk", size);
+		escape(p);
+		free_bulk(n, p);
+	}
+	uint64_t c1 = read_tsc(), t1 = now_ns();
+	double k = (double)loops * (double)n;
+	return (struct cost){(double)(c1 - c0) / k, (double)(t1 - t0) / k};
+}
+
+static BULK_NOINLINE struct cost cache_fallback_run(struct slub_cache *c, size_t n, size_t loops)
+{
+	void *p[BULK_MAX_N];
+	uint64_t t0 = now_ns(), c0 = read_tsc();
+	for (size_t l = 0; l < loops; l++) {
+		for (size_t i = 0; i < n; i++)
+			if (!(p[i] = slub_cache_alloc(c)))
+				bulk_die("slub_cache_alloc", n);
+		escape(p);
+		for (size_t i = 0; i < n; i++)
+			slub_cache_free(c, p[i]);
+	}
+	uint64_t c1 = read_tsc(), t1 = now_ns();
+	double k = (double)loops * (double)n;
+	return (struct cost){(double)(c1 - c0) / k, (double)(t1 - t0) / k};
+}
+
+static BULK_NOINLINE struct cost cache_bulk_run(struct slub_cache *c, size_t n, size_t loops)
+{
+	void *p[BULK_MAX_N];
+	uint64_t t0 = now_ns(), c0 = read_tsc();
+	for (size_t l = 0; l < loops; l++) {
+		if (slub_cache_alloc_bulk(c, n, p) != n)
+			bulk_die("slub_cache_alloc_bulk", n);
+		escape(p);
+		slub_cache_free_bulk(c, n, p);
+	}
+	uint64_t c1 = read_tsc(), t1 = now_ns();
+	double k = (double)loops * (double)n;
+	return (struct cost){(double)(c1 - c0) / k, (double)(t1 - t0) / k};
+}
+
+/* ---- the machine ---- */
+static void cpu_model(char *out, size_t cap, int *constant_tsc)
+{
+	snprintf(out, cap, "unknown");
+	*constant_tsc = 0;
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (!f)
+		return;
+	char line[4096];
+	int got_model = 0, got_flags = 0;
+	while ((!got_model || !got_flags) && fgets(line, sizeof line, f)) {
+		char *colon = strchr(line, ':');
+		if (!colon)
+			continue;
+		char *v = colon + 1 + (colon[1] == ' ');
+		v[strcspn(v, "\n")] = 0;
+		if (!got_model && !strncmp(line, "model name", 10)) {
+			snprintf(out, cap, "%s", v);
+			got_model = 1;
+		} else if (!got_flags && !strncmp(line, "flags", 5)) {
+			*constant_tsc = (strstr(v, "constant_tsc") ? 1 : 0) + (strstr(v, "nonstop_tsc") ? 2 : 0);
+			got_flags = 1;
+		}
+	}
+	fclose(f);
+}
+
+/* TSC ticks per ns, from rdtsc over about 100 ms of CLOCK_MONOTONIC. */
+static double tsc_ghz(void)
+{
+	uint64_t t0 = now_ns(), c0 = read_tsc(), t1;
+	while ((t1 = now_ns()) - t0 < 100000000ULL)
+		;
+	uint64_t c1 = read_tsc();
+	return (double)(c1 - c0) / (double)(t1 - t0);
+}
+
+static const char *where_is(const char *sym_name)
+{
+	Dl_info info;
+	void *sym = dlsym(RTLD_DEFAULT, sym_name);
+	return sym && dladdr(sym, &info) && info.dli_fname ? info.dli_fname : "?";
+}
+
+/* ---- the peers: bench/bulk_fallback under LD_PRELOAD, as a child process ---- */
+struct peer {
+	const char *name, *env, *lib;
+	char allocator[512];
+	int ok;
+	struct cost c[BULK_NN];
+};
+
+static int run_peer(struct peer *pr, const char *helper, size_t size, size_t objects,
+		    unsigned reps)
+{
+	if (access(pr->lib, R_OK) != 0) {
+		snprintf(pr->allocator, sizeof pr->allocator, "%s: not installed", pr->lib);
+		return 0;
+	}
+	size_t ne = 0;
+	while (environ[ne])
+		ne++;
+	char **envp = malloc((ne + 2) * sizeof *envp);
+	char *preload = malloc(strlen(pr->lib) + 12);
+	if (!envp || !preload)
+		return 0;
+	sprintf(preload, "LD_PRELOAD=%s", pr->lib);
+	size_t k = 0;
+	for (size_t i = 0; i < ne; i++)
+		if (strncmp(environ[i], "LD_PRELOAD=", 11))
+			envp[k++] = environ[i];
+	envp[k++] = preload;
+	envp[k] = NULL;
+	char a_size[32], a_obj[32], a_reps[32];
+	snprintf(a_size, sizeof a_size, "%zu", size);
+	snprintf(a_obj, sizeof a_obj, "%zu", objects);
+	snprintf(a_reps, sizeof a_reps, "%u", reps);
+	char *argv[] = {(char *)helper, a_size, a_obj, a_reps, NULL};
+	int pfd[2];
+	if (pipe(pfd) != 0)
+		return 0;
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+	posix_spawn_file_actions_addclose(&fa, pfd[0]);
+	posix_spawn_file_actions_addclose(&fa, pfd[1]);
+	pid_t pid;
+	int err = posix_spawn(&pid, helper, &fa, NULL, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	close(pfd[1]);
+	free(envp);
+	free(preload);
+	if (err) {
+		close(pfd[0]);
+		snprintf(pr->allocator, sizeof pr->allocator, "%.400s: cannot run: %.80s", helper,
+			 strerror(err));
+		return 0;
+	}
+	FILE *f = fdopen(pfd[0], "r");
+	char line[1024];
+	size_t got = 0;
+	while (f && fgets(line, sizeof line, f)) {
+		size_t n;
+		double cyc, ns;
+		if (!strncmp(line, "ALLOCATOR ", 10)) {
+			line[strcspn(line, "\n")] = 0;
+			snprintf(pr->allocator, sizeof pr->allocator, "%.500s", line + 10);
+		} else if (sscanf(line, "FALLBACK n=%zu cycles=%lf ns=%lf", &n, &cyc, &ns) == 3) {
+			for (size_t j = 0; j < BULK_NN; j++)
+				if (bulk_ns_list[j] == n) {
+					pr->c[j] = (struct cost){cyc, ns};
+					got++;
+				}
+		}
+	}
+	if (f)
+		fclose(f);
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return got == BULK_NN && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static void helper_path(char *out, size_t cap)
+{
+	ssize_t len = readlink("/proc/self/exe", out, cap - 32);
+	if (len <= 0) {
+		snprintf(out, cap, "./bulk_fallback");
+		return;
+	}
+	out[len] = 0;
+	char *slash = strrchr(out, '/');
+	strcpy(slash ? slash + 1 : out, "bulk_fallback");
+}
+
+/* ---- output ---- */
+static double improved(struct cost fb, struct cost bulk)
+{
+	return 100.0 * (fb.cycles - bulk.cycles) / fb.cycles;
+}
+
+static void print_pair(size_t n, struct cost fb, struct cost bulk)
+{
+	printf("%4zu - %3.0f cycles(tsc) %6.3f ns  - %3.0f cycles(tsc) %6.3f ns   improved %4.1f%%", n,
+	       fb.cycles, fb.ns, bulk.cycles, bulk.ns, improved(fb, bulk));
+}
+
+/* The targets for one pair of columns; returns 1 when both are met. */
+static int check_targets(const char *what, const struct cost *fb, const struct cost *bulk)
+{
+	double worst = 0;
+	size_t worst_n = 0, slower = 0, slowest_n = 0;
+	double slowest = 0;
+	for (size_t j = 0; j < BULK_NN; j++) {
+		double ratio = bulk[j].cycles / fb[j].cycles;
+		size_t n = bulk_ns_list[j];
+		if (n >= 8 && n <= 64 && ratio > worst)
+			worst = ratio, worst_n = n;
+		if (ratio > slowest)
+			slowest = ratio, slowest_n = n;
+		if (ratio > 1.0)
+			slower++;
+	}
+	printf("  %s: bulk of 8..64 costs at most %.1f%% of the fallback (at %zu): %s\n", what,
+	       100 * worst, worst_n, worst <= 0.40 ? "met (<= 40%)" : "MISSED (> 40%)");
+	printf("  %s: sizes slower than the fallback: %zu (highest ratio %.1f%% at %zu): %s\n", what,
+	       slower, 100 * slowest, slowest_n, slower ? "MISSED" : "met");
+	return worst <= 0.40 && !slower;
+}
+
+static size_t opt_num(const char *s, const char *what)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (!*s || *end || !v) {
+		fprintf(stderr, "bulk: bad %s '%s'\n", what, s);
+		exit(1);
+	}
+	return (size_t)v;
+}
+
+int main(int argc, char **argv)
+{
+	size_t size = 64, objects = (size_t)1 << 21;
+	unsigned reps = 5, passes = 3;
+	int peers = 1, opt;
+	while ((opt = getopt(argc, argv, "s:o:r:p:P")) != -1) {
+		switch (opt) {
+		case 's': size = opt_num(optarg, "size"); break;
+		case 'o': objects = opt_num(optarg, "object count"); break;
+		case 'r': reps = (unsigned)opt_num(optarg, "repetitions"); break;
+		case 'p': passes = (unsigned)opt_num(optarg, "passes"); break;
+		case 'P': peers = 0; break;
+		default:
+			fprintf(stderr, "usage: %s [-s SIZE] [-o OBJECTS] [-r REPS] [-p PASSES] [-P]\n",
+				argv[0]);
+			return 1;
+		}
+	}
+	if (reps > MAX_REPS)
+		reps = MAX_REPS;
+	if (passes > MAX_PASSES)
+		passes = MAX_PASSES;
+	if (size > 32768) {
+		fprintf(stderr, "bulk: SIZE must be at most 32768 (a typed cache's largest object)\n");
+		return 1;
+	}
+
+	int cpu = pin_last_cpu();
+	char model[256];
+	int ctsc;
+	cpu_model(model, sizeof model, &ctsc);
+	double ghz = tsc_ghz();
+	printf("bench/bulk: bulk allocation against a loop of single calls (after slab_bulk_test01)\n");
+	printf("CPU: %s (%ld online", model, sysconf(_SC_NPROCESSORS_ONLN));
+	if (cpu >= 0)
+		printf(", pinned to CPU %d", cpu);
+	printf(")\nTSC: %.3f MHz (rdtsc over 100 ms of CLOCK_MONOTONIC; constant_tsc %s, "
+	       "nonstop_tsc %s)\n", ghz * 1000, ctsc & 1 ? "yes" : "no", ctsc & 2 ? "yes" : "no");
+	printf("Object size %zu B; per object = one allocation + one free; median of %u passes x %u "
+	       "runs of ~%zu objects\n(each pass: this process, then the peers' processes)\n", size,
+	       passes, reps, objects);
+	printf("malloc resolves to %s\n", where_is("malloc"));
+	fflush(stdout);
+
+	struct slub_cache *cache = slub_cache_create("bench-bulk", size, 0, 0, NULL);
+	if (!cache) {
+		fprintf(stderr, "bulk: slub_cache_create(%zu) failed\n", size);
+		return 1;
+	}
+	/* the peers, and the control: the helper under slubmalloc itself, which should match the
+	 * in-process fallback (if it does not, the machine was busy while one of them ran) */
+	struct peer pr[3] = {
+		{"mimalloc", "BULK_MIMALLOC", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", "", 0, {{0, 0}}},
+		{"jemalloc", "BULK_JEMALLOC", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "", 0, {{0, 0}}},
+		{"slubmalloc", "", where_is("malloc"), "", 0, {{0, 0}}},
+	};
+	for (int i = 0; i < 2; i++) {
+		const char *e = getenv(pr[i].env);
+		if (e && *e)
+			pr[i].lib = e;
+	}
+	char helper[4096];
+	helper_path(helper, sizeof helper);
+	static double ins[4][BULK_NN][2][MAX_REPS * MAX_PASSES], out[3][BULK_NN][2][MAX_PASSES];
+	unsigned peer_passes[3] = {0, 0, 0};
+	for (unsigned pass = 0; pass < passes; pass++) {
+		for (size_t j = 0; j < BULK_NN; j++) {
+			size_t n = bulk_ns_list[j], loops = bulk_loops(objects, n);
+			fallback_run(size, n, loops / 8 + 1); /* warm-up: bins, slabs, predictors */
+			bulk_run(size, n, loops / 8 + 1);
+			cache_fallback_run(cache, n, loops / 8 + 1);
+			cache_bulk_run(cache, n, loops / 8 + 1);
+			for (unsigned r = 0; r < reps; r++) { /* interleaved: drift hits all alike */
+				struct cost c[4] = {fallback_run(size, n, loops), bulk_run(size, n, loops),
+						    cache_fallback_run(cache, n, loops),
+						    cache_bulk_run(cache, n, loops)};
+				for (int k = 0; k < 4; k++) {
+					ins[k][j][0][pass * reps + r] = c[k].cycles;
+					ins[k][j][1][pass * reps + r] = c[k].ns;
+				}
+			}
+		}
+		for (int i = 0; peers && i < 3; i++) {
+			if (!run_peer(&pr[i], helper, size, objects, reps))
+				continue;
+			for (size_t j = 0; j < BULK_NN; j++) {
+				out[i][j][0][peer_passes[i]] = pr[i].c[j].cycles;
+				out[i][j][1][peer_passes[i]] = pr[i].c[j].ns;
+			}
+			peer_passes[i]++;
+		}
+	}
+	slub_cache_destroy(cache);
+	struct cost fb[BULK_NN], bk[BULK_NN], cfb[BULK_NN], cbk[BULK_NN];
+	struct cost *dst[4] = {fb, bk, cfb, cbk};
+	for (int k = 0; k < 4; k++)
+		for (size_t j = 0; j < BULK_NN; j++)
+			dst[k][j] = (struct cost){median(ins[k][j][0], reps * passes),
+						  median(ins[k][j][1], reps * passes)};
+	for (int i = 0; i < 3; i++) {
+		pr[i].ok = peers && peer_passes[i] == passes;
+		for (size_t j = 0; pr[i].ok && j < BULK_NN; j++)
+			pr[i].c[j] = (struct cost){median(out[i][j][0], passes),
+						   median(out[i][j][1], passes)};
+		if (!peers)
+			snprintf(pr[i].allocator, sizeof pr[i].allocator, "not run (-P)");
+		else if (!pr[i].ok && !pr[i].allocator[0])
+			snprintf(pr[i].allocator, sizeof pr[i].allocator, "%.480s: run failed", helper);
+		if (i < 2)
+			printf("peer %s: %s%s\n", pr[i].name, pr[i].allocator,
+			       pr[i].ok && !strstr(pr[i].allocator, pr[i].name) ? " (WARNING: not the peer)"
+										 : "");
+	}
+	struct peer ctl = pr[2];
+
+	printf("\nmalloc_bulk/free_bulk (fallback: malloc/free loop); right: the same fallback loop "
+	       "under each peer\n");
+	printf("Bulk - Fallback bulking            - malloc_bulk/free_bulk                    "
+	       "| mimalloc fallback        | jemalloc fallback\n");
+	for (size_t j = 0; j < BULK_NN; j++) {
+		print_pair(bulk_ns_list[j], fb[j], bk[j]);
+		for (int i = 0; i < 2; i++) {
+			if (pr[i].ok)
+				printf("  | %3.0f cycles(tsc) %6.3f ns", pr[i].c[j].cycles, pr[i].c[j].ns);
+			else
+				printf("  | %-23s", "n/a");
+		}
+		printf("\n");
+	}
+	printf("\nslub_cache_alloc_bulk/slub_cache_free_bulk (fallback: slub_cache_alloc/"
+	       "slub_cache_free loop)\n");
+	printf("Bulk - Fallback bulking            - slub_cache bulk\n");
+	for (size_t j = 0; j < BULK_NN; j++) {
+		print_pair(bulk_ns_list[j], cfb[j], cbk[j]);
+		printf("\n");
+	}
+
+	printf("\nTargets:\n");
+	check_targets("malloc_bulk", fb, bk);
+	check_targets("slub_cache bulk", cfb, cbk);
+	if (pr[0].ok) {
+		size_t slower = 0, slower5 = 0, worst_n = 0;
+		double worst = 0, sum = 0;
+		for (size_t j = 0; j < BULK_NN; j++) {
+			double ratio = fb[j].cycles / pr[0].c[j].cycles;
+			sum += ratio;
+			if (ratio > 1.0)
+				slower++;
+			if (ratio > 1.05)
+				slower5++;
+			if (ratio > worst)
+				worst = ratio, worst_n = bulk_ns_list[j];
+		}
+		printf("  fallback loop vs mimalloc's: slower at %zu of %zu sizes, by more than 5%% at %zu "
+		       "(worst %+.1f%% at %zu; mean %+.1f%%): %s\n", slower, BULK_NN, slower5,
+		       100 * (worst - 1), worst_n, 100 * (sum / (double)BULK_NN - 1),
+		       slower ? "MISSED" : "met");
+	} else {
+		printf("  fallback loop vs mimalloc's: not measured (%s)\n", pr[0].allocator);
+	}
+
+	if (ctl.ok) {
+		double sum = 0;
+		for (size_t j = 0; j < BULK_NN; j++)
+			sum += ctl.c[j].cycles / fb[j].cycles;
+		printf("  (control: the peers' helper under LD_PRELOAD of slubmalloc costs %+.1f%% of "
+		       "the in-process fallback, mean over the sizes)\n",
+		       100 * (sum / (double)BULK_NN - 1));
+	}
+
+	printf("\n");
+	for (size_t j = 0; j < BULK_NN; j++) {
+		size_t n = bulk_ns_list[j];
+		printf("RESULT name=bulk size=%zu n=%zu fallback_cycles=%.2f fallback_ns=%.3f "
+		       "bulk_cycles=%.2f bulk_ns=%.3f cache_fallback_cycles=%.2f cache_fallback_ns=%.3f "
+		       "cache_bulk_cycles=%.2f cache_bulk_ns=%.3f", size, n, fb[j].cycles, fb[j].ns,
+		       bk[j].cycles, bk[j].ns, cfb[j].cycles, cfb[j].ns, cbk[j].cycles, cbk[j].ns);
+		for (int i = 0; i < 3; i++)
+			if (pr[i].ok)
+				printf(" %s%s_fallback_cycles=%.2f %s%s_fallback_ns=%.3f", pr[i].name,
+				       i == 2 ? "_helper" : "", pr[i].c[j].cycles, pr[i].name,
+				       i == 2 ? "_helper" : "", pr[i].c[j].ns);
+		printf("\n");
+	}
+	return 0;
+}
