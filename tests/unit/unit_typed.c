@@ -5,7 +5,8 @@
  * objects; freeing to the wrong cache is reported (child: SIGABRT and a `slubmalloc:` line);
  * destroying a cache with live objects reports them and later frees still work; create and
  * destroy many times; the 32-cache limit; bad arguments give EINVAL; several threads sharing
- * caches with cross-thread frees; destroying a cache after live threads freed all its objects.
+ * caches with cross-thread frees; destroying a cache after live threads freed all its objects;
+ * destroying caches while other threads are inside slub_cache_* calls and threads come and go.
  * Each case runs in a child of its own; `unit_typed NAME...` runs only the named cases. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -769,6 +770,131 @@ static void case_destroy_users_alive(void)
 	check_all_ids_free("after 40 caches were destroyed while their users live on");
 }
 
+/* ---- destroy racing with other threads' calls: workers keep using a long-lived cache (and
+ * hand its objects to each other) while the main thread destroys, one after another, caches
+ * the workers had used and emptied; threads start and exit meanwhile ---- */
+enum { DR_WORKERS = 2, DR_ROUNDS = 150 };
+
+static struct slub_cache *dr_keep;
+static struct slub_cache *_Atomic dr_cache;
+static atomic_uint dr_gen, dr_done, dr_stop;
+static void *_Atomic dr_swap; /* a batch of dr_keep objects handed to the other worker */
+
+struct dr_batch {
+	size_t n;
+	uint64_t tag0;
+	void *v[32];
+};
+
+static void dr_release(struct dr_batch *b, uint64_t *rng)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		size_t bad = pat_bad(b->v[i], 128, b->tag0 + i);
+		CHECK(bad == SIZE_MAX, "destroy race: object %p of the kept cache corrupted at byte %zu",
+		      b->v[i], bad);
+	}
+	free_some(dr_keep, b->v, b->n, (unsigned)rng_below(rng, 4));
+	free(b);
+}
+
+static void *dr_worker(void *arg)
+{
+	uint64_t rng = 4242 + (uintptr_t)arg, tag = (uint64_t)((uintptr_t)arg + 1) << 40;
+	unsigned seen = 0;
+	static void *big[DR_WORKERS][6000];
+	void **v = big[(uintptr_t)arg];
+	while (!atomic_load(&dr_stop)) {
+		unsigned g = atomic_load(&dr_gen);
+		if (g != seen) { /* a new cache: use it, free everything, report */
+			struct slub_cache *c = atomic_load(&dr_cache);
+			size_t n = 1 + rng_below(&rng, 3000);
+			alloc_some(c, v, n, &rng);
+			shuffle(v, n, &rng);
+			free_some(c, v, n, (unsigned)rng_below(&rng, 4));
+			seen = g;
+			atomic_fetch_add(&dr_done, 1);
+		}
+		/* the kept cache, busy all the time: small batches, sometimes a big bulk */
+		if (rng_below(&rng, 64) == 0) {
+			size_t n = 1000 + rng_below(&rng, 5000);
+			CHECK(slub_cache_alloc_bulk(dr_keep, n, v) == n, "big bulk of the kept cache");
+			slub_cache_free_bulk(dr_keep, n, v);
+		}
+		struct dr_batch *b = malloc(sizeof *b);
+		CHECK(b, "malloc");
+		b->n = 1 + rng_below(&rng, 32);
+		b->tag0 = tag;
+		tag += b->n;
+		alloc_some(dr_keep, b->v, b->n, &rng);
+		for (size_t i = 0; i < b->n; i++)
+			pat_fill(b->v[i], 128, b->tag0 + i);
+		b = atomic_exchange(&dr_swap, b); /* take the other worker's batch, if any */
+		if (b)
+			dr_release(b, &rng);
+	}
+	return NULL;
+}
+
+static void *dr_short_lived(void *arg)
+{
+	uint64_t rng = (uintptr_t)arg;
+	void *v[100];
+	alloc_some(dr_keep, v, 100, &rng);
+	free_some(dr_keep, v, 100, (unsigned)(uintptr_t)arg);
+	return NULL;
+}
+
+static void case_destroy_racing(void)
+{
+	dr_keep = slub_cache_create("kept", 128, 0, 0, NULL);
+	CHECK(dr_keep, "create");
+	pthread_t t[DR_WORKERS];
+	for (unsigned i = 0; i < DR_WORKERS; i++)
+		CHECK(pthread_create(&t[i], NULL, dr_worker, (void *)(uintptr_t)i) == 0, "create");
+	uint64_t rng = 77;
+	unsigned reports = 0;
+	char *first = NULL;
+	for (unsigned r = 1; r <= DR_ROUNDS; r++) {
+		struct slub_cache *c = slub_cache_create("raced", 16 + rng_below(&rng, 2000), 0,
+							 (unsigned)rng_below(&rng, 3), NULL);
+		CHECK(c, "round %u: slub_cache_create failed with errno %d (at most two typed caches "
+		      "exist at a time)", r, errno);
+		atomic_store(&dr_cache, c);
+		atomic_store(&dr_gen, r);
+		while (atomic_load(&dr_done) < r * DR_WORKERS) /* every worker used it and freed all */
+			sched_yield();
+		pthread_t sl;
+		int with_sl = r % 5 == 0; /* a thread starts and exits while the cache is destroyed */
+		if (with_sl)
+			CHECK(pthread_create(&sl, NULL, dr_short_lived, (void *)(uintptr_t)r) == 0, "create");
+		struct capture cap;
+		capture_start(&cap);
+		slub_cache_destroy(c);
+		char *err = capture_end(&cap);
+		if (with_sl)
+			pthread_join(sl, NULL);
+		if (strstr(err, "slubmalloc:") && reports++ == 0)
+			first = strdup(err);
+		free(err);
+	}
+	atomic_store(&dr_stop, 1);
+	for (unsigned i = 0; i < DR_WORKERS; i++)
+		pthread_join(t[i], NULL);
+	struct dr_batch *b = atomic_exchange(&dr_swap, NULL);
+	if (b)
+		dr_release(b, &rng);
+	CHECK(reports == 0, "%u of %d destroys reported objects although the workers had freed "
+	      "them all; first: %s", reports, DR_ROUNDS, first);
+	struct capture cap;
+	capture_start(&cap);
+	slub_cache_destroy(dr_keep);
+	char *err = capture_end(&cap);
+	CHECK(!strstr(err, "slubmalloc:"), "destroy of the kept cache reported: \"%s\"", err);
+	free(err);
+	check_all_ids_free("after caches were destroyed while other threads were busy");
+	printf("  %d caches destroyed while %d threads kept allocating\n", DR_ROUNDS, DR_WORKERS);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -784,6 +910,7 @@ int main(int argc, char **argv)
 		{"threads", case_threads},
 		{"threads_ctor", case_threads_ctor},
 		{"destroy_users_alive", case_destroy_users_alive},
+		{"destroy_racing", case_destroy_racing},
 	};
 	return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);
 }
