@@ -45,22 +45,9 @@ SM_EXPORT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 		sm_thread_start(tc);
 	if (tc->state != T_LIVE)
 		return alloc_each(size, n, ptrs);
-	struct bin *b = &tc->bin[cls];
-	size_t got = 0;
-	for (;;) {
-		uint32_t k = b->count < n - got ? b->count : (uint32_t)(n - got);
-		memcpy(ptrs + got, b->slots + (b->count - k), k * sizeof(void *));
-		b->count -= k;
-		if ((got += k) == n)
-			return n;
-		size_t want = n - got < UINT32_MAX ? n - got : UINT32_MAX;
-		uint32_t f = sm_fill(&sm_g.caches[cls], &tc->spill[cls], &tc->active[cls], ptrs + got,
-				     (uint32_t)want);
-		if (!f)
-			return bulk_fail(got, ptrs);
-		if ((got += f) == n)
-			return n;
-	}
+	size_t got = sm_take_n(&sm_g.caches[cls], &tc->bin[cls], &tc->spill[cls], &tc->active[cls],
+			       ptrs, n);
+	return got == n ? n : bulk_fail(got, ptrs);
 }
 
 SM_EXPORT void free_bulk(size_t n, void **ptrs)

@@ -294,6 +294,33 @@ void *sm_refill(struct tcache *tc, unsigned cls)
 	return b->count ? b->slots[--b->count] : NULL;
 }
 
+/* n objects of c into out[]: runs from the top of the bin b, then refills (straight into out[]
+ * when more than a bin's worth is left). Returns how many it got: n, or fewer when memory ran
+ * out (the caller gives those back). spill and active are the thread's for c, as b is. */
+size_t sm_take_n(struct cache *c, struct bin *b, void **spill, struct slab **active, void **out,
+		 size_t n)
+{
+	size_t got = 0;
+	for (;;) {
+		uint32_t k = b->count < n - got ? b->count : (uint32_t)(n - got);
+		memcpy(out + got, b->slots + (b->count - k), k * sizeof(void *));
+		b->count -= k;
+		if ((got += k) == n)
+			return n;
+		if (n - got < b->cap) { /* refill the bin by half and go round */
+			if (!(b->count = sm_fill(c, spill, active, b->slots, b->cap / 2 ? b->cap / 2 : 1)))
+				return got;
+			continue;
+		}
+		size_t want = n - got < UINT32_MAX ? n - got : UINT32_MAX;
+		uint32_t f = sm_fill(c, spill, active, out + got, (uint32_t)want);
+		if (!f)
+			return got;
+		if ((got += f) == n)
+			return n;
+	}
+}
+
 /* A group of objects of one slab, chained, on its way back (the detached freelist). */
 struct group {
 	struct slab *s;

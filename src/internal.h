@@ -198,6 +198,8 @@ uint32_t sm_slab_carve(struct slab *s, void **out, uint32_t n); /* owner; addres
 uint32_t sm_fill(struct cache *c, void **spill, struct slab **active, void **out,
 		 uint32_t want);
 void *sm_refill(struct tcache *tc, unsigned cls);
+size_t sm_take_n(struct cache *c, struct bin *b, void **spill, struct slab **active, void **out,
+		 size_t n);
 void sm_flush(struct tcache *tc, unsigned cls);  /* the older half of a full bin */
 void sm_free_to_slab(struct slab *s, void *obj);  /* one object, any thread, no thread cache */
 void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n);

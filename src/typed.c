@@ -205,28 +205,9 @@ static size_t take(struct tcache *tc, struct cache *c, size_t n, void **out)
 	if (!own_bin(tc, c))
 		return 0;
 	unsigned id = c->id;
-	struct bin *b = &tc->tbin[id];
-	size_t got = 0;
-	for (;;) {
-		uint32_t k = b->count < n - got ? b->count : (uint32_t)(n - got);
-		memcpy(out + got, b->slots + (b->count - k), k * sizeof(void *));
-		b->count -= k;
-		if ((got += k) == n)
-			return n;
-		if (n - got < b->cap) { /* refill the bin by half and go round */
-			b->count = sm_fill(c, &tc->tspill[id], &tc->tactive[id], b->slots,
-					   b->cap / 2 ? b->cap / 2 : 1);
-			if (!b->count)
-				break;
-			continue;
-		}
-		size_t want = n - got < UINT32_MAX ? n - got : UINT32_MAX;
-		uint32_t f = sm_fill(c, &tc->tspill[id], &tc->tactive[id], out + got, (uint32_t)want);
-		if (!f)
-			break;
-		if ((got += f) == n)
-			return n;
-	}
+	size_t got = sm_take_n(c, &tc->tbin[id], &tc->tspill[id], &tc->tactive[id], out, n);
+	if (got == n)
+		return n;
 	/* out of memory: give back what was taken */
 	for (size_t i = 0; i < got; i++)
 		sm_free_to_slab(slab_of((uintptr_t)out[i]), out[i]);
