@@ -1,5 +1,5 @@
 /* bulk.c: malloc_bulk and free_bulk, after the kernel's kmem_cache_alloc_bulk/free_bulk.
- * Allocation takes whole runs of objects from the thread's bin (one memcpy), then straight
+ * Allocation takes whole runs of objects from the thread's bin (one copy), then straight
  * from the slab sources (spill chain, take-all, carving) into the caller's array: never n trips
  * through malloc. Free walks the array keeping the slab of the previous pointer (objects of
  * one slab usually sit together, so most lookups are two compares), checks each pointer as
@@ -39,7 +39,7 @@ SM_EXPORT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 		sm_init();
 	if (size > MAX_SMALL)
 		return alloc_each(size, n, ptrs);
-	unsigned cls = sm_size_to_class(size);
+	unsigned cls = sm_class_of[(size + 15) >> 4]; /* init has run: the table is set */
 	struct tcache *tc = &sm_tc;
 	if (tc->state == T_NEW)
 		sm_thread_start(tc);
@@ -56,13 +56,16 @@ SM_EXPORT void free_bulk(size_t n, void **ptrs)
 		return;
 	struct tcache *tc = &sm_tc;
 	struct slab *s = NULL;
+	struct bin *b = &tc->bin[NCLASS]; /* the bin of s's class; NCLASS: none (cap 0) */
+	uint32_t c = b->count, cap = b->cap;
 	uintptr_t lo = 0, span = 0; /* the last slab's objects: [lo, lo + span) */
 	for (size_t i = 0; i < n; i++) {
 		void *p = ptrs[i];
 		uintptr_t a = (uintptr_t)p;
-		if (a - lo >= span) {
+		if (unlikely(a - lo >= span)) {
 			if (!p)
 				continue;
+			b->count = c;
 			if (!region_is_ours(a) || !(s = slab_of(a))) {
 				lo = span = 0;
 				sm_free_slow(p); /* large, or not ours: reported there */
@@ -70,14 +73,18 @@ SM_EXPORT void free_bulk(size_t n, void **ptrs)
 			}
 			lo = (uintptr_t)s->start;
 			span = (uintptr_t)s->objects * s->size;
+			b = &tc->bin[s->cls];
+			c = b->count;
+			cap = b->cap;
 		}
-		struct bin *b = &tc->bin[s->cls];
-		uint32_t c = b->count;
-		if (likely(c < b->cap && (b->slots + c)[-1] != p && slab_index(s, a) != UINT32_MAX)) {
-			b->slots[c] = p;
-			b->count = c + 1;
+		if (likely(c < cap && (b->slots + c)[-1] != p && slab_index(s, a) != UINT32_MAX)) {
+			b->slots[c++] = p;
 		} else {
+			b->count = c;
 			sm_free_slow(p); /* flush, report, or a thread without a cache */
+			c = b->count;
+			cap = b->cap;
 		}
 	}
+	b->count = c;
 }

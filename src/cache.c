@@ -303,7 +303,9 @@ size_t sm_take_n(struct cache *c, struct bin *b, void **spill, struct slab **act
 	size_t got = 0;
 	for (;;) {
 		uint32_t k = b->count < n - got ? b->count : (uint32_t)(n - got);
-		memcpy(out + got, b->slots + (b->count - k), k * sizeof(void *));
+		void **from = b->slots + (b->count - k);
+		for (uint32_t i = 0; i < k; i++) /* short runs: no call to memcpy */
+			out[got + i] = from[i];
 		b->count -= k;
 		if ((got += k) == n)
 			return n;

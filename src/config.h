@@ -23,7 +23,7 @@
 
 #define TCACHE_BYTES 16384                      /* bytes a thread caches per class */
 #define TCACHE_MIN 4                            /* ... but at least this many objects */
-#define TCACHE_MAX 128                          /* ... and at most this many */
+#define TCACHE_MAX 256                          /* ... and at most this many */
 #define FLUSH_GROUPS 8                          /* open slab groups while flushing (look-ahead) */
 
 #define EMPTY_RESERVE 2                         /* empty slabs a cache keeps (min_partial) */
