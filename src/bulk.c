@@ -35,6 +35,8 @@ SM_EXPORT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 		return 0;
 	if (!ptrs)
 		return errno = EINVAL, 0;
+	if (n == 1) /* a call's own cost is more than one object's: the fastpath does it */
+		return (ptrs[0] = sm_alloc_fast(size)) ? 1 : 0;
 	if (unlikely(!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE)))
 		sm_init();
 	if (size > MAX_SMALL)
@@ -54,6 +56,10 @@ SM_EXPORT void free_bulk(size_t n, void **ptrs)
 {
 	if (!ptrs)
 		return;
+	if (n == 1) {
+		sm_free_fast(ptrs[0]);
+		return;
+	}
 	struct tcache *tc = &sm_tc;
 	struct slab *s = NULL;
 	struct bin *b = &tc->bin[NCLASS]; /* the bin of s's class; NCLASS: none (cap 0) */

@@ -316,12 +316,16 @@ SM_EXPORT size_t slub_cache_alloc_bulk(struct slub_cache *sc, size_t n, void **p
 		return 0;
 	if (!ptrs)
 		return errno = EINVAL, 0;
+	if (n == 1) /* a call's own cost is more than one object's: the single path does it */
+		return (ptrs[0] = slub_cache_alloc(sc)) ? 1 : 0;
 	return alloc_n(cache_from(sc), n, ptrs);
 }
 
 SM_EXPORT void slub_cache_free_bulk(struct slub_cache *sc, size_t n, void **ptrs)
 {
-	if (ptrs && n)
+	if (ptrs && n == 1)
+		slub_cache_free(sc, ptrs[0]);
+	else if (ptrs && n)
 		free_n(cache_from(sc), n, ptrs);
 }
 
