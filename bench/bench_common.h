@@ -25,6 +25,25 @@ static inline uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* Time-stamp counter ticks (constant-rate reference cycles on modern x86). */
+static inline uint64_t read_tsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+/* xorshift64: a small fixed-seed generator; the state must not be 0. */
+static inline uint64_t xorshift64(uint64_t *state)
+{
+	uint64_t x = *state;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	*state = x;
+	return x;
+}
+
 /* splitmix64: full-period 64-bit generator; any seed (0 included) is fine. */
 static inline uint64_t rng_next(uint64_t *state)
 {

@@ -14,32 +14,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_common.h"
+
 #define BULK_MAX_N 256
 #define BULK_NOINLINE __attribute__((noinline))
 
 static const size_t bulk_ns_list[] = {1, 2, 3, 4, 8, 16, 30, 32, 34, 48, 64, 128, 158, 250};
 #define BULK_NN (sizeof bulk_ns_list / sizeof bulk_ns_list[0])
-
-/* Time-stamp counter ticks (constant-rate reference cycles on modern x86). */
-static inline uint64_t read_tsc(void)
-{
-	uint32_t lo, hi;
-	asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
-}
-
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-/* Makes the compiler treat the array (and what it points to) as used. */
-static inline void escape(void *p)
-{
-	asm volatile("" : : "r"(p) : "memory");
-}
 
 /* Pins the process to the last CPU it may run on (children inherit it); returns it or -1. */
 static inline int pin_last_cpu(void)

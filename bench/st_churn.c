@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_common.h"
+
 #define LOOP_DEFAULT_ITERS 60000000UL
 #define CHURN_DEFAULT_ITERS 40000000UL
 #define CHURN_SLOTS 1000
@@ -20,41 +22,6 @@
 static const size_t loop_sizes[16] = {
 	16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 24, 40, 56, 72,
 };
-
-/* Time-stamp counter ticks (constant-rate reference cycles on modern x86). */
-static inline uint64_t read_tsc(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	uint32_t lo, hi;
-	asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
-#else
-	return 0;
-#endif
-}
-
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-/* Makes the compiler treat the object as used, so malloc/free pairs are not elided. */
-static inline void escape(void *p)
-{
-	asm volatile("" : : "r"(p) : "memory");
-}
-
-static inline uint64_t xorshift64(uint64_t *state)
-{
-	uint64_t x = *state;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	*state = x;
-	return x;
-}
 
 static void die_oom(size_t size)
 {

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_common.h"
+
 #define DEFAULT_OBJECTS 4000000UL
 #define RING_SIZE 4096UL /* power of two */
 #define BATCH 64UL       /* objects published per release store */
@@ -61,34 +63,6 @@ static void pin_self(int cpu)
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
-static inline uint64_t read_tsc(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	uint32_t lo, hi;
-	asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
-#else
-	return 0;
-#endif
-}
-
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static inline uint64_t xorshift64(uint64_t *state)
-{
-	uint64_t x = *state;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	*state = x;
-	return x;
 }
 
 /* Spin briefly, then yield: the machine may have fewer free cores than threads. */
