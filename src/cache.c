@@ -27,7 +27,7 @@
  * SLAB STATES (the one thread whose CAS makes a transition carries it out)
  *   state        who pops                  where frees go                       which list
  *   active       owner thread, via take-all any thread: shared list (push)      none
- *   (frozen)     into its thread freelist   (owner: its thread freelist first)
+ *   (frozen)     into its bin               (every thread: its own bin first)
  *   partial      a thread that freezes it   shared list (push)                   cache partial
  *   full         nobody                     push; the first one: -> partial      none
  *   empty        -                          -                                    partial (up to
@@ -37,13 +37,15 @@
  *   order of the CASes that decided them. Freezing from the partial list also holds the lock.
  *
  * WHO WRITES WHAT
- *   tcache: its thread only (plain loads and stores; no atomics on the fastpath); the orphan
- *   tcache (alloc.c) under its lock. Slot memory blocks: a pool under block_lock.
- *   slab line 0: fixed at creation; carved by the freezing owner; next/prev/on_partial under
- *   the cache lock. slab->word: cas16 only. cache partial/nr_*: under the cache lock.
- *   region free_mask/map/list: under the page lock (region.c).
- * LOCK ORDER: orphan lock -> cache lock -> page lock. The large and block locks are never held
- * with another lock.
+ *   tcache: its thread only (plain loads and stores; no atomics on the fastpath); its typed-
+ *   cache state also by a thread destroying that cache, once the owner is quiet (typed.c);
+ *   the orphan tcaches (alloc.c, typed.c) under their locks. Slot memory: a pool, block_lock.
+ *   slab line 0: fixed at creation (tail pages get copies); carved by the freezing owner.
+ *   slab->word: cas16 only. next/prev/on_partial, cache partial/nr_*: under the cache lock.
+ *   region free_mask/dirty_mask/map/list: under the page lock (region.c).
+ * LOCK ORDER: orphan locks -> typed registry/table locks -> cache lock -> page lock. The large
+ * and block locks are taken with no other held, except by fork's prepare (preload/init.c),
+ * which takes every lock in one fixed order.
  */
 #include <sched.h>
 #include <string.h>
