@@ -47,8 +47,8 @@ SM_EXPORT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 		sm_thread_start(tc);
 	if (tc->state != T_LIVE)
 		return alloc_each(size, n, ptrs);
-	size_t got = sm_take_n(&sm_g.caches[cls], &tc->bin[cls], &tc->spill[cls], &tc->active[cls],
-			       ptrs, n);
+	size_t got = sm_take_n(&sm_g.caches[cls], tc->id, &tc->bin[cls], &tc->spill[cls],
+			       &tc->active[cls], ptrs, n);
 	return got == n ? n : bulk_fail(got, ptrs);
 }
 
@@ -83,7 +83,8 @@ SM_EXPORT void free_bulk(size_t n, void **ptrs)
 			c = b->count;
 			cap = b->cap;
 		}
-		if (likely(c < cap && (b->slots + c)[-1] != p && slab_index(s, a) != UINT32_MAX)) {
+		if (likely(c < cap && s->owner == b->key && (b->slots + c)[-1] != p &&
+			   slab_index(s, a) != UINT32_MAX)) {
 			b->slots[c++] = p;
 		} else {
 			b->count = c;

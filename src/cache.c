@@ -4,12 +4,15 @@
  * DATA STRUCTURES
  *   thread (TLS, struct tcache)          cache (one per size class)       slab (in region header)
  *   bin[c].slots[0..count)  = objects     lock                             start, size, objects
- *   bin[c].cap                            partial <-> slab <-> slab        carved (owner only)
+ *   bin[c].cap, rbin[c] (others' objects) partial <-> slab <-> slab        carved (owner only)
  *   spill[c] -> o -> o (encoded chain)
  *   active[c] ----------------------------------------------------------> word = {freelist,
  *                                                                                 counters}
  *   A thread's bin for class c (its "sheaf") holds objects of any slabs of c, at most cap of
- *   them; objects in a bin or a spill chain count as "in use" for their slabs. A full bin
+ *   them, except, in classes below a cache line, objects of slabs another thread froze last
+ *   (slab->owner != bin.key): those wait in rbin[c] and go back to their slabs when it fills,
+ *   so a thread never reuses a small object next to ones another thread writes (passive false
+ *   sharing). Objects in a bin or a spill chain count as "in use" for their slabs. A full bin
  *   sends its older half back, grouped by slab (sm_flush); an empty one is refilled from the
  *   active slab: its spill, its shared freelist (take-all), its untouched objects (carve).
  *
@@ -259,8 +262,10 @@ static uint32_t take_spill(struct cache *c, void **spill, void **out, uint32_t n
 /* Put between 1 and want objects of c into out[], from one source, in this order: the spill
  * chain, the active slab's shared freelist (take-all), its untouched objects (carve, running
  * the ctor on them), a partial slab, a new slab. Returns how many; 0 only when memory is
- * exhausted (ENOMEM). spill and active are the calling thread's for c. */
-uint32_t sm_fill(struct cache *c, void **spill, struct slab **active, void **out, uint32_t want)
+ * exhausted (ENOMEM). spill and active are the calling thread's for c, owner its id: a slab it
+ * freezes records it (for objects smaller than a cache line; see fastpath.h). */
+uint32_t sm_fill(struct cache *c, uint16_t owner, void **spill, struct slab **active,
+		 void **out, uint32_t want)
 {
 	uint32_t n;
 	for (;;) {
@@ -283,6 +288,8 @@ uint32_t sm_fill(struct cache *c, void **spill, struct slab **active, void **out
 		s = freeze_partial(c, spill, &n);
 		if (!s && !(s = sm_slab_new(c)))
 			return 0;
+		for (unsigned i = 0; i < s->pages; i++)
+			s[i].owner = c->size < 64 ? owner : 0;
 		*active = s;
 	}
 }
@@ -291,7 +298,7 @@ uint32_t sm_fill(struct cache *c, void **spill, struct slab **active, void **out
 void *sm_refill(struct tcache *tc, unsigned cls)
 {
 	struct bin *b = &tc->bin[cls];
-	b->count = sm_fill(&sm_g.caches[cls], &tc->spill[cls], &tc->active[cls], b->slots,
+	b->count = sm_fill(&sm_g.caches[cls], tc->id, &tc->spill[cls], &tc->active[cls], b->slots,
 			   b->cap / 2 ? b->cap / 2 : 1);
 	return b->count ? b->slots[--b->count] : NULL;
 }
@@ -299,8 +306,8 @@ void *sm_refill(struct tcache *tc, unsigned cls)
 /* n objects of c into out[]: runs from the top of the bin b, then refills (straight into out[]
  * when more than a bin's worth is left). Returns how many it got: n, or fewer when memory ran
  * out (the caller gives those back). spill and active are the thread's for c, as b is. */
-size_t sm_take_n(struct cache *c, struct bin *b, void **spill, struct slab **active, void **out,
-		 size_t n)
+size_t sm_take_n(struct cache *c, uint16_t owner, struct bin *b, void **spill,
+		 struct slab **active, void **out, size_t n)
 {
 	size_t got = 0;
 	for (;;) {
@@ -312,12 +319,13 @@ size_t sm_take_n(struct cache *c, struct bin *b, void **spill, struct slab **act
 		if ((got += k) == n)
 			return n;
 		if (n - got < b->cap) { /* refill the bin by half and go round */
-			if (!(b->count = sm_fill(c, spill, active, b->slots, b->cap / 2 ? b->cap / 2 : 1)))
+			if (!(b->count = sm_fill(c, owner, spill, active, b->slots,
+						 b->cap / 2 ? b->cap / 2 : 1)))
 				return got;
 			continue;
 		}
 		size_t want = n - got < UINT32_MAX ? n - got : UINT32_MAX;
-		uint32_t f = sm_fill(c, spill, active, out + got, (uint32_t)want);
+		uint32_t f = sm_fill(c, owner, spill, active, out + got, (uint32_t)want);
 		if (!f)
 			return got;
 		if ((got += f) == n)
@@ -405,7 +413,7 @@ static size_t block_words(void)
 {
 	size_t w = 0;
 	for (unsigned i = 0; i < NCLASS; i++)
-		w += sm_g.caches[i].cap + 1;
+		w += 2 * (sm_g.caches[i].cap + 1); /* bin and rbin */
 	return w;
 }
 
@@ -435,12 +443,18 @@ void sm_thread_setup(struct tcache *tc)
 		return;
 	}
 	tc->block = blk;
+	static uint32_t next_id;
+	tc->id = (uint16_t)(__atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED) % 65535 + 1);
 	for (unsigned i = 0; i < NCLASS; i++) {
-		blk[0] = NULL; /* the guard before slots[0] */
-		tc->bin[i].slots = blk + 1;
-		tc->bin[i].count = 0;
-		tc->bin[i].cap = sm_g.caches[i].cap;
-		blk += sm_g.caches[i].cap + 1;
+		struct bin *bins[2] = {&tc->bin[i], &tc->rbin[i]};
+		for (int k = 0; k < 2; k++) {
+			blk[0] = NULL; /* the guard before slots[0] */
+			bins[k]->slots = blk + 1;
+			bins[k]->count = 0;
+			bins[k]->cap = (uint16_t)sm_g.caches[i].cap;
+			bins[k]->key = sm_g.caches[i].size < 64 ? tc->id : 0;
+			blk += sm_g.caches[i].cap + 1;
+		}
 	}
 	tc->state = T_LIVE;
 }
@@ -484,6 +498,8 @@ void sm_thread_teardown(struct tcache *tc)
 {
 	sm_typed_thread_exit(tc);
 	for (unsigned i = 0; i < NCLASS; i++) {
+		sm_free_array(tc->rbin[i].slots, tc->rbin[i].count);
+		tc->rbin[i].count = tc->rbin[i].cap = 0;
 		sm_drop(&tc->bin[i], &tc->spill[i], &tc->active[i], 0);
 		tc->bin[i].cap = 0;
 	}

@@ -4,7 +4,10 @@
  *                      -> sm_refill (cache.c): spill / take-all / carve / partial / new slab
  *   free(p)    -> sm_free_fast: region bit, page descriptor, object index check; push p on the
  *                 thread's bin of the slab's class
- *                 -> not ours, bin full, p already on top, thread not set up: sm_free_slow
+ *                 -> not ours, bin full, p already on top, thread not set up, or an object
+ *                    smaller than a cache line from another thread's slab: sm_free_slow (which
+ *                    puts the last on the rbin: reusing it here would make two threads write
+ *                    one line, passive false sharing)
  *                      -> sm_flush -> sm_free_array -> sm_push_chain (one cas16 per slab)
  * Neither fastpath takes a lock, uses an atomic instruction or touches the object's memory.
  * A thread's struct tcache starts zeroed (count 0, cap 0), so its first malloc and first free
@@ -35,7 +38,7 @@ static inline void sm_free_fast(void *p)
 		if (likely(slab_index(s, a) != UINT32_MAX)) {
 			struct bin *b = &sm_tc.bin[s->cls];
 			uint32_t n = b->count;
-			if (likely(n < b->cap && (b->slots + n)[-1] != p)) {
+			if (likely(s->owner == b->key && n < b->cap && (b->slots + n)[-1] != p)) {
 				b->slots[n] = p;
 				b->count = n + 1;
 				return;

@@ -44,9 +44,12 @@ struct slab {
 	uint16_t cls;             /* size class; NCLASS (no thread bin) for a typed cache */
 	uint8_t pages;            /* 64 KiB pages spanned */
 	uint8_t on_partial;       /* on cache->partial (cache lock) */
-	struct slab *next, *prev; /* cache->partial links (cache lock); head only */
-	/* line 1: the shared word, changed only by cas16() (or by its freezing owner's reads) */
+	uint16_t owner;           /* objects smaller than a cache line: the id of the thread that
+				   * froze the slab last (others' frees of them go to their rbin);
+				   * 0 for larger objects, which any thread reuses */
+	/* line 1: the shared word, changed only by cas16(); then the partial-list links */
 	dword_t word __attribute__((aligned(64))); /* lo: freelist head, hi: counters */
+	struct slab *next, *prev; /* cache->partial links (cache lock); head only */
 } __attribute__((aligned(64)));
 
 /* A 4 MiB region: page 0 is this header, pages 1..63 are slab pages. */
@@ -84,7 +87,9 @@ struct cache {
 struct bin {
 	void **slots;    /* slots[-1] is a NULL guard (the double-free check reads it) */
 	uint32_t count;  /* objects in slots[0, count) */
-	uint32_t cap;    /* 0 until the thread is set up, and again after it exits */
+	uint16_t cap;    /* 0 until the thread is set up, and again after it exits */
+	uint16_t key;    /* free() pushes here objects whose slab->owner equals it: the thread's
+			  * id in classes below a cache line, 0 (every slab's owner) above */
 };
 
 enum tstate { T_NEW = 0, T_LIVE = 1, T_DEAD = 2 };
@@ -92,10 +97,14 @@ enum tstate { T_NEW = 0, T_LIVE = 1, T_DEAD = 2 };
 struct tcache {
 	struct bin bin[NCLASS + 1];   /* fastpath: pop/push here only; bin[NCLASS] stays empty
 				       * (cap 0): typed objects (cls NCLASS) take free()'s slow path */
+	struct bin rbin[NCLASS + 1];  /* frees of other threads' sub-line objects, never reused
+				       * here (no passive false sharing), sent back in batches */
 	void *spill[NCLASS];          /* encoded chain: a take-all's objects beyond the array */
 	struct slab *active[NCLASS];  /* slowpath: the frozen slab refills come from */
 	void **block;                 /* the memory of the size classes' slots arrays */
 	uint32_t state;               /* enum tstate */
+	uint16_t id;                  /* this thread's id, 1..65535 (two threads may share one: a
+				       * cost, false sharing, never an error), for slab->owner */
 	/* typed caches (typed.c): touched only inside slub_cache_* calls, which keep tepoch odd
 	 * meanwhile, and by slub_cache_destroy of another thread once tepoch says quiet */
 	uint64_t tepoch;
@@ -195,11 +204,11 @@ struct slab *sm_slab_new(struct cache *c);     /* frozen, nothing carved */
 uint32_t sm_slab_carve(struct slab *s, void **out, uint32_t n); /* owner; addresses only */
 
 /* "cache.c": the slow paths (the concurrency rules live at its top) */
-uint32_t sm_fill(struct cache *c, void **spill, struct slab **active, void **out,
-		 uint32_t want);
+uint32_t sm_fill(struct cache *c, uint16_t owner, void **spill, struct slab **active,
+		 void **out, uint32_t want);
 void *sm_refill(struct tcache *tc, unsigned cls);
-size_t sm_take_n(struct cache *c, struct bin *b, void **spill, struct slab **active, void **out,
-		 size_t n);
+size_t sm_take_n(struct cache *c, uint16_t owner, struct bin *b, void **spill,
+		 struct slab **active, void **out, size_t n);
 void sm_flush(struct tcache *tc, unsigned cls);  /* the older half of a full bin */
 void sm_free_to_slab(struct slab *s, void *obj);  /* one object, any thread, no thread cache */
 void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n);

@@ -177,7 +177,7 @@ static bool own_bin(struct tcache *tc, struct cache *c)
 		v[0] = NULL; /* the guard before slots[0] */
 		b->slots = v + 1;
 	}
-	b->cap = c->cap;
+	b->cap = (uint16_t)c->cap;
 	b->count = 0;
 	tc->tfor[id] = c;
 	return true;
@@ -205,7 +205,7 @@ static size_t take(struct tcache *tc, struct cache *c, size_t n, void **out)
 	if (!own_bin(tc, c))
 		return 0;
 	unsigned id = c->id;
-	size_t got = sm_take_n(c, &tc->tbin[id], &tc->tspill[id], &tc->tactive[id], out, n);
+	size_t got = sm_take_n(c, 0, &tc->tbin[id], &tc->tspill[id], &tc->tactive[id], out, n);
 	if (got == n)
 		return n;
 	/* out of memory: give back what was taken */
