@@ -9,20 +9,22 @@
 #define SPAGE_SHIFT 16                          /* 64 KiB slab pages: slabs are 1..4 of them */
 #define SPAGE_SIZE (1UL << SPAGE_SHIFT)
 #define REGION_PAGES (REGION_SIZE / SPAGE_SIZE) /* 64: one bit each in region->free_mask */
-#define SLAB_MAX_PAGES 4                        /* a slab spans at most 256 KiB */
+#define SLAB_MAX_PAGES 8                        /* a slab spans at most 512 KiB */
 #define ADDR_BITS 47                            /* user address space on x86-64 (4-level) */
 #define NREGION_SLOTS (1UL << (ADDR_BITS - REGION_SHIFT)) /* bits in the ownership bitmap */
 
 #define MIN_ALIGN 16                            /* every object is 16-byte aligned */
-#define MAX_SMALL 32768                         /* largest size class; above: large.c */
+#define MAX_SMALL 131072                        /* largest size class; above: large.c */
 #define NCLASS_TINY 8                           /* 16..128 in steps of 16 */
 #define CLASSES_PER_DOUBLING 8                  /* above 128: rounding waste <= 1/9 */
-#define NCLASS (NCLASS_TINY + 8 * CLASSES_PER_DOUBLING) /* 72 size classes up to 32 KiB */
+#define NCLASS (NCLASS_TINY + 10 * CLASSES_PER_DOUBLING) /* 88 size classes up to 128 KiB */
+#define TYPED_MAX 32768                         /* typed caches: largest object and alignment */
 #define CLASS_INDEX_MAX (MAX_SMALL / MIN_ALIGN) /* class_of[] covers (size+15)/16 */
 #define MAX_TYPED 32                            /* typed caches alive at once */
 
 #define TCACHE_BYTES 16384                      /* bytes a thread caches per class */
 #define TCACHE_MIN 4                            /* ... but at least this many objects */
+#define TCACHE_MIN_HUGE 2                       /* ... or this many, above 32 KiB */
 #define TCACHE_MAX 256                          /* ... and at most this many */
 #define FLUSH_GROUPS 8                          /* open slab groups while flushing (look-ahead) */
 

@@ -1,13 +1,15 @@
 /* region.c: the page level. Regions of 4 MiB come from mmap aligned to their size; page 0 of a
  * region is its header (struct region: slab descriptors and the page -> slab map), pages 1..63
  * are handed out in runs of 1..SLAB_MAX_PAGES pages, one run per slab.
- * Invariants: region_bits has a 1 for every region ever made (regions are never unmapped, so a
- * pointer's "is it ours" answer never changes from yes to no); free_mask, map[] of free pages
- * and the region list change only under page_lock. A freed run stays dirty (its memory still
- * resident: reusing it costs no page faults) until the dirty pages of all regions pass
- * DIRTY_MAX bytes; then whole contiguous dirty runs are purged (MADV_DONTNEED, one call per
- * run) down to DIRTY_MAX / 2. dirty_mask is a subset of free_mask. Allocation prefers dirty
- * pages. Nothing may assume a slab page reads as zero. */
+ * Invariants: region_bits has a 1 for every mapped region; free_mask, dirty_mask, map[] of
+ * free pages and the region list change only under page_lock. A freed run stays dirty (its
+ * memory still resident: reusing it costs no page faults) until the dirty pages of all regions
+ * pass DIRTY_MAX bytes; then whole contiguous dirty runs are purged (MADV_DONTNEED, one call
+ * per run) down to DIRTY_MAX / 2, and a region left with no slab at all is unmapped (its bit
+ * cleared first), so address space is returned too. A region is unmapped only when no slab,
+ * hence no live object, is in it: only a stale pointer could still lead into it. dirty_mask is
+ * a subset of free_mask. Allocation prefers dirty pages. Nothing may assume a slab page reads
+ * as zero. */
 #include <errno.h>
 #include <string.h>
 
@@ -89,16 +91,28 @@ struct slab *sm_pages_alloc(unsigned pages)
 /* Purge whole dirty runs until at most `target` dirty bytes remain (page lock held). */
 static void purge_to(size_t target)
 {
-	for (struct region *r = regions; r && dirty_bytes > target; r = r->next) {
+	struct region **link = &regions;
+	while (*link && dirty_bytes > target) {
+		struct region *r = *link;
 		uint64_t m = r->dirty_mask;
+		dirty_bytes -= (size_t)__builtin_popcountll(m) << SPAGE_SHIFT;
+		r->dirty_mask = 0;
+		if (r->free_mask == ~1ULL) { /* nothing left in it: the address space goes back too */
+			*link = r->next;
+			if (hint == r)
+				hint = NULL;
+			uintptr_t i = (uintptr_t)r >> REGION_SHIFT;
+			__atomic_fetch_and(&sm_region_bits[i >> 6], ~(1ULL << (i & 63)), __ATOMIC_RELEASE);
+			sm_os_unmap(r, REGION_SIZE);
+			continue;
+		}
 		while (m) {
 			unsigned at = (unsigned)__builtin_ctzll(m);
 			unsigned len = (unsigned)__builtin_ctzll(~(m >> at));
 			sm_os_purge((char *)r + ((size_t)at << SPAGE_SHIFT), (size_t)len << SPAGE_SHIFT);
-			dirty_bytes -= (size_t)len << SPAGE_SHIFT;
 			m &= ~(len == 64 ? ~0ULL : ((1ULL << len) - 1) << at);
 		}
-		r->dirty_mask = 0;
+		link = &r->next;
 	}
 }
 

@@ -1,5 +1,5 @@
 /* sizeclass.c: size <-> class. 16..128 in steps of 16, then 8 classes per power of two up to
- * 32 KiB (72 classes). Every class size is a multiple of 16; above 128 bytes no request wastes
+ * 128 KiB (88 classes). Every class size is a multiple of 16; above 128 bytes no request wastes
  * more than 1/9 of its object to rounding.
  * Invariant: sm_class_of[] is only an accelerator for the fastpath: until sm_sizeclass_init()
  * has run it reads 0 everywhere, which sends the caller to a slow path that computes the class
@@ -12,7 +12,7 @@ unsigned sm_size_to_class(size_t size)
 {
 	if (size <= 128)
 		return size <= 16 ? 0 : (unsigned)((size + 15) >> 4) - 1;
-	/* 128 < size <= 32768: 2^l < size <= 2^(l+1), eight steps of 2^(l-3) */
+	/* 128 < size <= MAX_SMALL: 2^l < size <= 2^(l+1), eight steps of 2^(l-3) */
 	unsigned l = 63 - (unsigned)__builtin_clzll((unsigned long long)size - 1);
 	unsigned step = (unsigned)((size - 1 - (1UL << l)) >> (l - 3));
 	return NCLASS_TINY + (l - 7) * CLASSES_PER_DOUBLING + step;
@@ -30,7 +30,7 @@ unsigned sm_class_size(unsigned cls)
  * at aligned addresses, since slabs start on 64 KiB boundaries). NCLASS when there is none. */
 unsigned sm_class_for_align(size_t size, size_t align)
 {
-	if (size > MAX_SMALL || align > MAX_SMALL)
+	if (size > MAX_SMALL || align > SPAGE_SIZE)
 		return NCLASS;
 	if (size < align)
 		size = align;

@@ -31,8 +31,8 @@ void sm_cache_setup(struct cache *c, const char *name, uint32_t size, uint16_t c
 	c->pages = pages_for(size);
 	c->objects = (uint32_t)(((uint64_t)c->pages << SPAGE_SHIFT) / size);
 	c->recip = ((1ULL << 40) + size - 1) / size;
-	uint32_t cap = TCACHE_BYTES / size;
-	c->cap = cap < TCACHE_MIN ? TCACHE_MIN : cap > TCACHE_MAX ? TCACHE_MAX : cap;
+	uint32_t cap = TCACHE_BYTES / size, min = size > 32768 ? TCACHE_MIN_HUGE : TCACHE_MIN;
+	c->cap = cap < min ? min : cap > TCACHE_MAX ? TCACHE_MAX : cap;
 	size_t n = strlen(name);
 	if (n >= sizeof c->name)
 		n = sizeof c->name - 1;

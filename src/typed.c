@@ -116,7 +116,7 @@ void sm_typed_thread_exit(struct tcache *tc)
 SM_EXPORT struct slub_cache *slub_cache_create(const char *name, size_t size, size_t align,
 					       unsigned flags, void (*ctor)(void *))
 {
-	if (!name || !size || size > MAX_SMALL || (align & (align - 1)) || align > MAX_SMALL ||
+	if (!name || !size || size > TYPED_MAX || (align & (align - 1)) || align > TYPED_MAX ||
 	    (flags & ~KNOWN_FLAGS) || ((flags & SLUB_ZERO) && ctor))
 		return errno = EINVAL, NULL;
 	sm_init();
@@ -135,7 +135,7 @@ SM_EXPORT struct slub_cache *slub_cache_create(const char *name, size_t size, si
 	size_t slot = ctor ? ((fpoff + 8 + align - 1) & ~(align - 1)) : body;
 	if (slot < 16)
 		slot = 16;
-	if (slot > MAX_SMALL)
+	if (slot > MAX_SMALL || body > TYPED_MAX)
 		return errno = EINVAL, NULL;
 	struct cache *c = sm_memalign(64, sizeof *c);
 	if (!c)
