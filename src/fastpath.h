@@ -3,11 +3,11 @@
  *                 -> empty (or n > MAX_SMALL, or thread not set up): sm_alloc_slow (alloc.c)
  *                      -> sm_refill (cache.c): spill / take-all / carve / partial / new slab
  *   free(p)    -> sm_free_fast: region bit, page descriptor, object index check; push p on the
- *                 thread's bin of the slab's class
- *                 -> not ours, bin full, p already on top, thread not set up, or an object
- *                    smaller than a cache line from another thread's slab: sm_free_slow (which
- *                    puts the last on the rbin: reusing it here would make two threads write
- *                    one line, passive false sharing)
+ *                 thread's bin of the slab's class, or, for an object smaller than a cache
+ *                 line from another thread's slab (slab->owner != bin key), on its rbin:
+ *                 reusing it here would make two threads write one line (passive false
+ *                 sharing); the rbin is never allocated from, only sent back
+ *                 -> not ours, bin full, p already on top, thread not set up: sm_free_slow
  *                      -> sm_flush -> sm_free_array -> sm_push_chain (one cas16 per slab)
  * Neither fastpath takes a lock, uses an atomic instruction or touches the object's memory.
  * A thread's struct tcache starts zeroed (count 0, cap 0), so its first malloc and first free
@@ -37,8 +37,10 @@ static inline void sm_free_fast(void *p)
 		struct slab *s = page_desc(a);
 		if (likely(slab_index(s, a) != UINT32_MAX)) {
 			struct bin *b = &sm_tc.bin[s->cls];
+			if (unlikely(s->owner != b->key))
+				b = &sm_tc.rbin[s->cls]; /* another thread's sub-line object */
 			uint32_t n = b->count;
-			if (likely(s->owner == b->key && n < b->cap && (b->slots + n)[-1] != p)) {
+			if (likely(n < b->cap && (b->slots + n)[-1] != p)) {
 				b->slots[n] = p;
 				b->count = n + 1;
 				return;
