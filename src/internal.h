@@ -193,7 +193,6 @@ unsigned sm_class_for_align(size_t size, size_t align); /* NCLASS when none fits
 /* "region.c": 64 KiB page runs inside 4 MiB regions */
 struct slab *sm_pages_alloc(unsigned pages);   /* a descriptor with start/pages set, or NULL */
 void sm_pages_free(struct slab *s);            /* free; purged later, in batches */
-void sm_pages_purge_all(void);                 /* purge every free page now */
 void sm_slabs_census(const struct cache *c, uint64_t *inuse, uint64_t *frozen); /* all slabs */
 void sm_region_lock_all(void);
 void sm_region_unlock_all(bool reinit);
@@ -249,7 +248,6 @@ void sm_free_sized(void *p, size_t size);
 /* "os.c": the only file that calls mmap/munmap/madvise/mremap */
 void *sm_os_map(size_t size);                      /* NULL on failure, errno set */
 void *sm_os_map_aligned(size_t size, size_t align);
-void *sm_os_reserve(size_t size);                  /* MAP_NORESERVE, lazily touched */
 void sm_os_unmap(void *p, size_t size);
 void sm_os_purge(void *p, size_t size);            /* give the pages back, keep the range */
 void *sm_os_remap(void *p, size_t old, size_t size);

@@ -135,14 +135,6 @@ void sm_pages_free(struct slab *s)
 	sm_unlock(&page_lock);
 }
 
-/* Give every dirty free page back to the OS. */
-void sm_pages_purge_all(void)
-{
-	sm_lock(&page_lock);
-	purge_to(0);
-	sm_unlock(&page_lock);
-}
-
 void sm_region_lock_all(void)
 {
 	sm_lock(&page_lock);
