@@ -67,10 +67,9 @@ void sm_free_slow(void *p)
 			sm_fatal("double free", p, s->cache->name);
 		if (tc->state == T_NEW)
 			sm_thread_start(tc);
-		uint16_t own = page_desc(a)->owner;
 		if (tc->state != T_LIVE || !b->cap) {
 			sm_free_to_slab(s, p);
-		} else if (own && own != tc->id) { /* another thread's sub-line object: fastpath.h */
+		} else if (page_desc(a)->owner != b->key) { /* the fastpath's rule: fastpath.h */
 			struct bin *r = &tc->rbin[s->cls];
 			if (r->count && r->slots[r->count - 1] == p)
 				sm_fatal("double free", p, s->cache->name);
