@@ -90,6 +90,21 @@ static struct slot_set *claim_set(unsigned start)
 	}
 }
 
+static void *worker_main(void *arg);
+
+/* Starts a detached worker thread on w. */
+static void spawn_worker(struct worker *w)
+{
+	pthread_attr_t attr;
+	pthread_t tid;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&tid, &attr, worker_main, w);
+	pthread_attr_destroy(&attr);
+	if (rc != 0)
+		fatal(EXIT_SYSTEM, "pthread_create failed (%d)", rc);
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -118,14 +133,7 @@ static void *worker_main(void *arg)
 	atomic_fetch_add(&bad_objects, bad);
 
 	/* retire: a new thread continues this lineage with the same state (freed by it) */
-	pthread_attr_t attr;
-	pthread_t tid;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	int rc = pthread_create(&tid, &attr, worker_main, w);
-	pthread_attr_destroy(&attr);
-	if (rc != 0)
-		fatal(EXIT_SYSTEM, "pthread_create failed (%d)", rc);
+	spawn_worker(w);
 	return NULL;
 }
 
@@ -157,14 +165,7 @@ int main(int argc, char **argv)
 		w->rng = 0x5eed0000ULL + t;
 		w->home = 2 * t;
 		w->ops = 0;
-		pthread_attr_t attr;
-		pthread_t tid;
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		int rc = pthread_create(&tid, &attr, worker_main, w);
-		pthread_attr_destroy(&attr);
-		if (rc != 0)
-			fatal(EXIT_SYSTEM, "pthread_create failed (%d)", rc);
+		spawn_worker(w);
 	}
 	struct timespec ts = { (time_t)(duration_ms / 1000), (long)(duration_ms % 1000) * 1000000L };
 	while (nanosleep(&ts, &ts) != 0)

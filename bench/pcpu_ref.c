@@ -106,28 +106,35 @@ static void *pairs_thread(void *p)
 	return NULL;
 }
 
-/* Runs nthreads threads of variant v for `seconds`; returns pairs per second. */
-static double run_pairs(enum variant v, int nthreads)
+/* Starts nthreads threads of fn, thread i on args + i * argsize, releases them together, lets
+ * them run for `seconds`, stops and joins them; returns the elapsed seconds. */
+static double run_threads(void *(*fn)(void *), void *args, size_t argsize, int nthreads)
 {
 	pthread_t t[64];
-	struct targ a[64];
 	atomic_store(&go, 0);
 	atomic_store(&stop, 0);
-	for (int i = 0; i < nthreads; i++) {
-		a[i] = (struct targ){ .id = i, .nthreads = nthreads, .v = v };
-		pthread_create(&t[i], NULL, pairs_thread, &a[i]);
-	}
+	for (int i = 0; i < nthreads; i++)
+		pthread_create(&t[i], NULL, fn, (char *)args + (size_t)i * argsize);
 	usleep(20000);
 	double t0 = now();
 	atomic_store_explicit(&go, 1, memory_order_release);
 	usleep((useconds_t)(seconds * 1e6));
 	atomic_store(&stop, 1);
-	unsigned long total = 0;
-	for (int i = 0; i < nthreads; i++) {
+	for (int i = 0; i < nthreads; i++)
 		pthread_join(t[i], NULL);
+	return now() - t0;
+}
+
+/* Runs nthreads threads of variant v for `seconds`; returns pairs per second. */
+static double run_pairs(enum variant v, int nthreads)
+{
+	struct targ a[64];
+	for (int i = 0; i < nthreads; i++)
+		a[i] = (struct targ){ .id = i, .nthreads = nthreads, .v = v };
+	double dt = run_threads(pairs_thread, a, sizeof a[0], nthreads);
+	unsigned long total = 0;
+	for (int i = 0; i < nthreads; i++)
 		total += a[i].pairs;
-	}
-	double dt = now() - t0;
 	printf("%s Threads %d: %lu get/put pairs in %.2f secs\n", vname[v], nthreads, total, dt);
 	return (double)total / dt;
 }
@@ -249,25 +256,13 @@ static void *request_thread(void *p)
 
 static double run_requests(int pc, int nthreads)
 {
-	pthread_t t[64];
 	struct rarg a[64];
-	atomic_store(&go, 0);
-	atomic_store(&stop, 0);
-	for (int i = 0; i < nthreads; i++) {
+	for (int i = 0; i < nthreads; i++)
 		a[i] = (struct rarg){ .id = i, .nthreads = nthreads, .pc = pc };
-		pthread_create(&t[i], NULL, request_thread, &a[i]);
-	}
-	usleep(20000);
-	double t0 = now();
-	atomic_store_explicit(&go, 1, memory_order_release);
-	usleep((useconds_t)(seconds * 1e6));
-	atomic_store(&stop, 1);
+	double dt = run_threads(request_thread, a, sizeof a[0], nthreads);
 	unsigned long total = 0;
-	for (int i = 0; i < nthreads; i++) {
-		pthread_join(t[i], NULL);
+	for (int i = 0; i < nthreads; i++)
 		total += a[i].requests;
-	}
-	double dt = now() - t0;
 	double rps = (double)total / dt;
 	printf("tbench-like %s Threads %d: %lu requests in %.2f secs = %.2f M requests/s\n",
 	       pc ? "pcpu_ref" : "atomic  ", nthreads, total, dt, rps / 1e6);
