@@ -1,6 +1,6 @@
 /* init.c: process and thread life cycle. sm_init() runs once, on the first slow-path call,
  * whichever thread makes it, before main if need be; it never allocates: no dlsym, no stdio,
- * options read by walking environ. Then, with the engine ready (so that a malloc they may make
+ * options read by walking environ (src/options.c). Then, with the engine ready (so that a malloc they may make
  * works), it registers the fork handlers and the thread-exit key.
  * fork: prepare takes every lock (orphan -> typed -> caches -> pages -> large); parent and child release
  * them. The child keeps the forking thread's cache; other threads' caches and active slabs are
@@ -20,22 +20,8 @@ __thread struct tcache sm_tc TLS_IE;
 static sm_lock_t init_lock;
 static pthread_key_t exit_key;
 static int exit_key_ok;
-static int opt_stats;
-static int stats_fd = 2; /* a duplicate of stderr: programs may close fd 2 before exit */
-
-extern char **environ;
-
-/* The value of NAME in the environment, or NULL; no allocation. */
-static const char *env(const char *name)
-{
-	size_t n = strlen(name);
-	if (!environ)
-		return NULL;
-	for (char **e = environ; *e; e++)
-		if (!strncmp(*e, name, n) && (*e)[n] == '=')
-			return *e + n + 1;
-	return NULL;
-}
+static int stats_fd = 2; /* a duplicate of stderr (programs may close fd 2 before exit), or
+			  * SLUBMALLOC_STATS_FILE */
 
 static void thread_exit(void *arg)
 {
@@ -73,7 +59,7 @@ static void fork_child(void)
 
 __attribute__((destructor)) static void at_exit_stats(void)
 {
-	if (opt_stats)
+	if (sm_opt.stats)
 		sm_stats_print(stats_fd);
 }
 
@@ -86,6 +72,7 @@ void sm_init(void)
 		sm_unlock(&init_lock);
 		return;
 	}
+	sm_options_read();
 	sm_os_random(&sm_g.secret, sizeof sm_g.secret);
 	sm_sizeclass_init();
 	for (unsigned i = 0; i < NCLASS; i++) {
@@ -100,13 +87,25 @@ void sm_init(void)
 			name[k++] = digits[--d];
 		name[k] = 0;
 		sm_cache_setup(&sm_g.caches[i], name, sm_class_size(i), (uint16_t)i);
+		if (sm_opt.debug && sm_options_debugs(name))
+			sm_debug_setup(&sm_g.caches[i], sm_opt.debug);
 	}
-	const char *v = env("SLUBMALLOC_STATS");
-	opt_stats = v && *v && *v != '0';
-	if (opt_stats) {
-		int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+	if (sm_opt.stats) {
+		int fd = -1;
+		if (sm_opt.stats_file[0]) {
+			fd = open(sm_opt.stats_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+			if (fd < 0) {
+				sm_write(2, "slubmalloc: warning: SLUBMALLOC_STATS_FILE: cannot open ");
+				sm_write(2, sm_opt.stats_file);
+				sm_write(2, "; statistics go to stderr\n");
+			}
+		}
+		if (fd < 0)
+			fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
 		stats_fd = fd >= 0 ? fd : 2;
 	}
+	if (sm_opt.verbose)
+		sm_options_print();
 	__atomic_store_n(&sm_g.ready, 1, __ATOMIC_RELEASE);
 	sm_unlock(&init_lock);
 

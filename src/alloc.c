@@ -16,6 +16,7 @@ static struct tcache orphan;
 
 static void *alloc_orphan(unsigned cls)
 {
+	/* (debug caches never get here: alloc_class sends them to debug.c first) */
 	sm_lock(&orphan_lock);
 	if (orphan.state == T_NEW)
 		sm_thread_setup(&orphan);
@@ -26,8 +27,12 @@ static void *alloc_orphan(unsigned cls)
 	return p;
 }
 
-static void *alloc_class(unsigned cls)
+/* An object of class cls for a request of req bytes; caller: the return address of the
+ * public entry point (debug caches record it). */
+static void *alloc_class(unsigned cls, size_t req, void *caller)
 {
+	if (unlikely(sm_g.caches[cls].debug))
+		return sm_debug_alloc(&sm_g.caches[cls], req, caller);
 	struct tcache *tc = &sm_tc;
 	if (unlikely(tc->state != T_LIVE)) {
 		if (tc->state == T_NEW)
@@ -42,13 +47,15 @@ static void *alloc_class(unsigned cls)
 	return p;
 }
 
+/* The fastpaths call the slow halves last (a tail call), so __builtin_return_address(0) here
+ * is, in an optimised build, the caller of malloc/free itself. */
 void *sm_alloc_slow(size_t size)
 {
 	if (unlikely(!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE)))
 		sm_init();
 	if (size > MAX_SMALL)
 		return sm_large_alloc(size, 0, false);
-	return alloc_class(sm_size_to_class(size));
+	return alloc_class(sm_size_to_class(size), size, __builtin_return_address(0));
 }
 
 void sm_free_slow(void *p)
@@ -59,12 +66,17 @@ void sm_free_slow(void *p)
 	uintptr_t a = (uintptr_t)p;
 	if (region_is_ours(a)) {
 		struct slab *s = slab_of(a);
+		if (s && unlikely(s->cache->debug)) {
+			sm_debug_free(s, p, __builtin_return_address(0));
+			errno = saved;
+			return;
+		}
 		if (!s || slab_index(s, a) == UINT32_MAX)
 			sm_fatal("invalid free", p, "(not the start of an object of slubmalloc)");
 		struct tcache *tc = &sm_tc;
 		struct bin *b = &tc->bin[s->cls];
 		if (b->count && b->slots[b->count - 1] == p)
-			sm_fatal("double free", p, s->cache->name);
+			sm_fatal_in("double free", p, s->cache);
 		if (tc->state == T_NEW)
 			sm_thread_start(tc);
 		if (tc->state != T_LIVE || !b->cap) {
@@ -72,7 +84,7 @@ void sm_free_slow(void *p)
 		} else if (page_desc(a)->owner != b->key) { /* the fastpath's rule: fastpath.h */
 			struct bin *r = &tc->rbin[s->cls];
 			if (r->count && r->slots[r->count - 1] == p)
-				sm_fatal("double free", p, s->cache->name);
+				sm_fatal_in("double free", p, s->cache);
 			if (r->count >= r->cap) {
 				sm_free_array(r->slots, r->count);
 				r->count = 0;
@@ -83,28 +95,38 @@ void sm_free_slow(void *p)
 				sm_flush(tc, s->cls);
 			b->slots[b->count++] = p;
 		}
-	} else if (!sm_large_free(p)) {
-		sm_fatal("invalid free", p, "(not allocated by slubmalloc)");
+	} else {
+		int r = sm_large_free(p);
+		if (r < 0)
+			sm_fatal("double free", p, "(a large block, already freed)");
+		if (r == 0)
+			sm_fatal("invalid free", p, "(not allocated by slubmalloc)");
 	}
 	errno = saved;
 }
 
-/* Usable size of p, reporting and aborting when p is not a live block of ours. */
-size_t sm_usable_size(const void *p)
+/* Usable size of p, reporting ("invalid <call> of 0x...") and aborting when p is not a live
+ * block of ours. */
+static size_t usable(const void *p, const char *call)
 {
-	if (!p)
-		return 0;
 	uintptr_t a = (uintptr_t)p;
 	if (region_is_ours(a)) {
 		struct slab *s = slab_of(a);
+		if (s && unlikely(s->cache->debug))
+			return sm_debug_usable(s, p);
 		if (!s || slab_index(s, a) == UINT32_MAX)
-			sm_fatal("malloc_usable_size", p, "(not the start of an object of slubmalloc)");
+			sm_fatal(call, p, "(not the start of an object of slubmalloc)");
 		return s->size;
 	}
 	size_t n = sm_large_usable(p);
 	if (!n)
-		sm_fatal("malloc_usable_size", p, "(not allocated by slubmalloc)");
+		sm_fatal(call, p, "(not allocated by slubmalloc)");
 	return n;
+}
+
+size_t sm_usable_size(const void *p)
+{
+	return p ? usable(p, "invalid malloc_usable_size") : 0;
 }
 
 /* free_sized / sized delete: the size given must fit the block. */
@@ -139,8 +161,10 @@ void *sm_realloc(void *p, size_t size)
 		sm_free_fast(p);
 		return NULL;
 	}
-	size_t old = sm_usable_size(p);
-	if (size <= old && (size > old / 2 || old <= MIN_ALIGN))
+	size_t old = usable(p, "invalid realloc");
+	uintptr_t a = (uintptr_t)p;
+	bool debug = region_is_ours(a) && slab_of(a)->cache->debug; /* always moves: exact zones */
+	if (size <= old && (size > old / 2 || old <= MIN_ALIGN) && !debug)
 		return p;
 	if (old > MAX_SMALL && size > MAX_SMALL) {
 		void *q = sm_large_realloc(p, size);
@@ -169,8 +193,8 @@ void *sm_memalign(size_t align, size_t size)
 	if (unlikely(!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE)))
 		sm_init();
 	unsigned cls = sm_class_for_align(size, align);
-	if (cls < NCLASS)
-		return alloc_class(cls);
+	if (cls < NCLASS && !sm_g.caches[cls].debug) /* debug slots are not naturally aligned */
+		return alloc_class(cls, size, __builtin_return_address(0));
 	return sm_large_alloc(size, align, false);
 }
 

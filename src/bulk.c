@@ -42,6 +42,8 @@ SM_EXPORT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 	if (size > MAX_SMALL)
 		return alloc_each(size, n, ptrs);
 	unsigned cls = sm_class_of[(size + 15) >> 4]; /* init has run: the table is set */
+	if (unlikely(sm_g.caches[cls].debug)) /* SLUBMALLOC_DEBUG: one checked object at a time */
+		return alloc_each(size, n, ptrs);
 	struct tcache *tc = &sm_tc;
 	if (tc->state == T_NEW)
 		sm_thread_start(tc);

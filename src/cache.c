@@ -46,7 +46,8 @@
  *   slab line 0: fixed at creation (tail pages get copies); carved by the freezing owner.
  *   slab->word: cas16 only. next/prev/on_partial, cache partial/nr_*: under the cache lock.
  *   region free_mask/dirty_mask/map/list: under the page lock (region.c).
- * LOCK ORDER: orphan locks -> typed registry/table locks -> cache lock -> page lock. The large
+ *   A debug cache (debug.c) has no bins: its dspill/dactive are its own, under its dlock.
+ * LOCK ORDER: orphan locks -> typed registry/table locks -> debug lock -> cache lock -> page lock. The large
  * and block locks are taken with no other held, except by fork's prepare (preload/init.c),
  * which takes every lock in one fixed order.
  */
@@ -114,7 +115,7 @@ static void partial_remove(struct cache *c, struct slab *s)
  * it and return true: the caller frees its pages after dropping the lock. */
 static bool slab_became_empty(struct cache *c, struct slab *s)
 {
-	if (c->nr_empty < EMPTY_RESERVE && !c->dead) { /* a destroyed cache keeps none */
+	if (c->nr_empty < sm_opt.min_partial && !c->dead) { /* a destroyed cache keeps none */
 		if (s->on_partial)
 			partial_remove(c, s);
 		partial_add(c, s, true);
@@ -164,7 +165,8 @@ void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n)
 	for (;;) {
 		uint32_t inuse = SLAB_INUSE(old.hi);
 		if (unlikely(inuse < n))
-			sm_fatal("double free", head, "(slab has fewer objects in use than freed)");
+			sm_fatal_in("double free (its slab has fewer objects in use than freed)",
+				    head, c);
 		fp_set(tail, (void *)old.lo, c->fpoff);
 		new.lo = (uintptr_t)head;
 		new.hi = old.hi - n;
@@ -451,7 +453,8 @@ void sm_thread_setup(struct tcache *tc)
 			blk[0] = NULL; /* the guard before slots[0] */
 			bins[k]->slots = blk + 1;
 			bins[k]->count = 0;
-			bins[k]->cap = (uint16_t)sm_g.caches[i].cap;
+			/* a debug cache has no bins: its calls all take the slow path */
+			bins[k]->cap = sm_g.caches[i].debug ? 0 : (uint16_t)sm_g.caches[i].cap;
 			bins[k]->key = sm_g.caches[i].size < 64 ? tc->id : 0;
 			blk += sm_g.caches[i].cap + 1;
 		}
@@ -511,14 +514,18 @@ void sm_thread_teardown(struct tcache *tc)
 void sm_caches_lock_all(void)
 {
 	sm_lock(&block_lock);
-	for (unsigned i = 0; i < NCLASS; i++)
+	for (unsigned i = 0; i < NCLASS; i++) {
+		sm_lock(&sm_g.caches[i].dlock);
 		sm_lock(&sm_g.caches[i].lock);
+	}
 }
 
 void sm_caches_unlock_all(bool reinit)
 {
 	(void)reinit; /* the child's lock words are plain ints: unlocking is re-initialising */
-	for (unsigned i = 0; i < NCLASS; i++)
+	for (unsigned i = 0; i < NCLASS; i++) {
 		sm_unlock(&sm_g.caches[i].lock);
+		sm_unlock(&sm_g.caches[i].dlock);
+	}
 	sm_unlock(&block_lock);
 }

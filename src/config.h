@@ -28,13 +28,15 @@
 #define TCACHE_MAX 256                          /* ... and at most this many */
 #define FLUSH_GROUPS 8                          /* open slab groups while flushing (look-ahead) */
 
-#define EMPTY_RESERVE 2                         /* empty slabs a cache keeps (min_partial) */
+#define EMPTY_RESERVE 2                         /* empty slabs a cache keeps (min_partial);
+						 * SLUBMALLOC_MIN_PARTIAL overrides */
+#define PURGE_DELAY_MS_DEFAULT 1000             /* freed memory stays this long before it is
+						 * purged; SLUBMALLOC_PURGE_DELAY_MS */
 #define DIRTY_MAX (32UL << 20)                  /* freed slab pages kept resident, at most */
 
 #define PAGE_SIZE_OS 4096UL                     /* mmap granularity */
 #define LARGE_CACHE_SLOTS 16                    /* freed large ranges kept for reuse */
 #define LARGE_CACHE_BYTES (64UL << 20)          /* ... holding at most this many bytes */
-#define LARGE_CACHE_NS 1000000000ULL            /* ... each for at most this long (1 s) */
 #define LARGE_PURGE_ZERO (1UL << 20)            /* calloc of a reused range this big: purge */
 
 #endif

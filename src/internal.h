@@ -79,6 +79,11 @@ struct cache {
 	void (*ctor)(void *);  /* typed caches: run on each object when it is first carved */
 	unsigned flags;        /* typed caches: SLUB_* flags */
 	int dead;              /* typed caches: destroyed, freed when its last slab goes */
+	unsigned debug;        /* SLUBMALLOC_DEBUG flags (DBG_*); 0: a normal cache (debug.c) */
+	uint32_t osize;        /* debug caches: the object size inside each slot */
+	sm_lock_t dlock;       /* debug caches: guards dspill and dactive */
+	void *dspill;          /* debug caches: objects are taken from here, then dactive */
+	struct slab *dactive;
 	char name[32];
 } __attribute__((aligned(64)));
 
@@ -114,6 +119,24 @@ struct tcache {
 	struct slab *tactive[MAX_TYPED];
 	struct tcache *rnext, *rprev;    /* the registry of live thread caches (typed.c) */
 };
+
+/* Run-time options (options.c): defaults, then the environment, read once at init. */
+#define DBG_F 1u   /* consistency checks: full double-free detection */
+#define DBG_Z 2u   /* red zones around objects, checked at free */
+#define DBG_P 4u   /* poison free objects, checked when handed out again */
+#define DBG_U 8u   /* record allocation and free call sites and threads */
+#define DBG_ALL (DBG_F | DBG_Z | DBG_P | DBG_U)
+struct sm_options {
+	int stats;                /* SLUBMALLOC_STATS */
+	int verbose;              /* SLUBMALLOC_VERBOSE */
+	int thp;                  /* SLUBMALLOC_THP */
+	unsigned debug;           /* SLUBMALLOC_DEBUG flags */
+	unsigned min_partial;     /* SLUBMALLOC_MIN_PARTIAL: empty slabs a cache keeps */
+	uint64_t purge_delay_ns;  /* SLUBMALLOC_PURGE_DELAY_MS */
+	char debug_caches[256];   /* SLUBMALLOC_DEBUG's cache list; empty: all */
+	char stats_file[256];     /* SLUBMALLOC_STATS_FILE; empty: stderr */
+};
+extern struct sm_options sm_opt;
 
 /* Global engine state: written once at init (secret, tables), then read-only. */
 struct sm_global {
@@ -230,7 +253,7 @@ void sm_typed_unlock_all(bool reinit);
 
 /* "large.c": allocations above MAX_SMALL, straight from mmap */
 void *sm_large_alloc(size_t size, size_t align, bool zero);
-bool sm_large_free(void *p);                  /* false: not one of ours */
+int sm_large_free(void *p);                   /* 1 freed; 0 not ours; -1 freed already */
 size_t sm_large_usable(const void *p);        /* 0: not one of ours */
 void *sm_large_realloc(void *p, size_t size); /* NULL: could not; copy instead */
 void sm_large_lock_all(void);
@@ -251,13 +274,27 @@ void *sm_os_map_aligned(size_t size, size_t align);
 void sm_os_unmap(void *p, size_t size);
 void sm_os_purge(void *p, size_t size);            /* give the pages back, keep the range */
 void *sm_os_remap(void *p, size_t old, size_t size);
+void sm_os_hugepages(void *p, size_t size, bool on);
 uint64_t sm_os_now_ns(void);
 void sm_os_random(void *buf, size_t n);
+
+/* "options.c" */
+void sm_options_read(void);                /* init only: the environment -> sm_opt */
+bool sm_options_debugs(const char *name);  /* is this cache in SLUBMALLOC_DEBUG's list? */
+void sm_options_print(void);               /* SLUBMALLOC_VERBOSE=1 */
+
+/* "debug.c": SLUBMALLOC_DEBUG caches (no thread bins; every call comes here) */
+void sm_debug_setup(struct cache *c, unsigned flags);
+void sm_debug_slab_init(struct slab *s);   /* a new slab of a debug cache */
+void *sm_debug_alloc(struct cache *c, size_t req, void *caller);
+void sm_debug_free(struct slab *s, void *p, void *caller);
+size_t sm_debug_usable(struct slab *s, const void *p);
 
 /* "report.c": messages written with write(2), without allocating */
 void sm_write(int fd, const char *s);
 void sm_write_num(int fd, uint64_t v, int base);
 SM_NORETURN void sm_fatal(const char *what, const void *p, const char *detail);
+SM_NORETURN void sm_fatal_in(const char *what, const void *p, const struct cache *c);
 
 /* "stats.c" */
 extern uint64_t sm_stat_slabs_made, sm_stat_slabs_freed, sm_stat_large;

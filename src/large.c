@@ -2,7 +2,7 @@
  * addressing, linear probing, backward-shift deletion) maps the address handed out to its
  * range, so free() can tell a large block of ours from any other pointer without reading memory
  * in front of it. Freed ranges wait in a small cache (LARGE_CACHE_SLOTS ranges, at most
- * LARGE_CACHE_BYTES, each at most LARGE_CACHE_NS old) so that malloc/free of large sizes reuses
+ * LARGE_CACHE_BYTES, each at most the purge delay old) so that malloc/free of large sizes reuses
  * resident pages instead of mapping, unmapping and faulting them in again: a request takes the
  * best-fitting cached range and leaves the rest of it cached, or grows the largest cached range
  * with mremap (its resident pages move along). Ranges are parts of anonymous mappings, each
@@ -101,7 +101,7 @@ static unsigned expire(struct lcached *out, bool force)
 	uint64_t now = sm_os_now_ns();
 	unsigned n = 0;
 	for (unsigned i = 0; i < LARGE_CACHE_SLOTS; i++) {
-		if (cached[i].base && (force || now - cached[i].when > LARGE_CACHE_NS)) {
+		if (cached[i].base && (force || now - cached[i].when > sm_opt.purge_delay_ns)) {
 			out[n++] = cached[i];
 			cached_bytes -= cached[i].len;
 			cached[i].base = 0;
@@ -231,15 +231,26 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 	return (void *)base;
 }
 
-/* Unregister p; keep its range in the cache, or unmap it. False when p is not ours. */
-bool sm_large_free(void *p)
+/* Is p inside a cached (freed) range? Lock held. */
+static bool in_cached(uintptr_t p)
+{
+	for (unsigned i = 0; i < LARGE_CACHE_SLOTS; i++)
+		if (cached[i].base && p - cached[i].base < cached[i].len)
+			return true;
+	return false;
+}
+
+/* Unregister p; keep its range in the cache, or unmap it. 1: done; 0: p is not ours; -1: p is
+ * in a range freed and still cached (a double free, seen while the range waits). */
+int sm_large_free(void *p)
 {
 	struct lcached drop[2 * LARGE_CACHE_SLOTS + 1];
 	sm_lock(&large_lock);
 	struct lentry *e = lookup((uintptr_t)p);
 	if (!e) {
+		int r = in_cached((uintptr_t)p) ? -1 : 0;
 		sm_unlock(&large_lock);
-		return false;
+		return r;
 	}
 	struct lcached m = {.base = e->base, .len = e->len, .when = sm_os_now_ns()};
 	erase(e);
@@ -247,7 +258,7 @@ bool sm_large_free(void *p)
 	nd += cache_put(m, drop + nd);
 	sm_unlock(&large_lock);
 	unmap_all(drop, nd);
-	return true;
+	return 1;
 }
 
 size_t sm_large_usable(const void *p)

@@ -43,6 +43,13 @@ void sm_os_purge(void *p, size_t size)
 	madvise(p, size, MADV_DONTNEED);
 }
 
+/* Transparent huge pages for [p, p + size): allowed (MADV_HUGEPAGE) or refused, so that a
+ * system set to "always" does not turn sparse slab pages into resident 2 MiB ones. */
+void sm_os_hugepages(void *p, size_t size, bool on)
+{
+	madvise(p, size, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+}
+
 void *sm_os_remap(void *p, size_t old, size_t size)
 {
 	void *q = mremap(p, old, size, MREMAP_MAYMOVE);

@@ -27,6 +27,7 @@ static struct region *region_new(void)
 	struct region *r = sm_os_map_aligned(REGION_SIZE, REGION_SIZE);
 	if (!r)
 		return NULL;
+	sm_os_hugepages(r, REGION_SIZE, sm_opt.thp); /* SLUBMALLOC_THP */
 	r->free_mask = ~1ULL; /* page 0 is the header */
 	r->dirty_mask = 0;
 	r->next = regions;

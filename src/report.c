@@ -45,3 +45,11 @@ void sm_fatal(const char *what, const void *p, const char *detail)
 	sm_write(2, "\n");
 	abort();
 }
+
+/* "slubmalloc: <what> of 0x<p> in cache <name>" on stderr, then abort(). */
+void sm_fatal_in(const char *what, const void *p, const struct cache *c)
+{
+	char detail[sizeof c->name + 16] = "in cache ";
+	strcat(detail, c->name);
+	sm_fatal(what, p, detail);
+}

@@ -63,6 +63,8 @@ struct slab *sm_slab_new(struct cache *c)
 	/* frozen, every object held by the owner (the untouched ones included) */
 	s->word.lo = 0;
 	s->word.hi = SLAB_FROZEN | c->objects;
+	if (c->debug)
+		sm_debug_slab_init(s);
 	__atomic_fetch_add(&c->nr_slabs, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&sm_stat_slabs_made, 1, __ATOMIC_RELAXED);
 	return s;

@@ -228,7 +228,7 @@ static void put(struct tcache *tc, struct cache *c, size_t n, void **ptrs)
 		if (!p)
 			continue;
 		if (b->count && b->slots[b->count - 1] == p)
-			sm_fatal("double free", p, c->name);
+			sm_fatal_in("double free", p, c);
 		if (b->count == b->cap) { /* the older half goes back, grouped by slab */
 			uint32_t half = b->cap / 2 ? b->cap / 2 : b->cap;
 			sm_free_array(b->slots, half);
@@ -274,7 +274,7 @@ static void free_n(struct cache *c, size_t n, void **ptrs)
 		if (s->cache != c) {
 			sm_write(2, "slubmalloc: slub_cache_free to ");
 			sm_write(2, c->name);
-			sm_fatal(" of an object of another cache", ptrs[i], s->cache->name);
+			sm_fatal_in("slub_cache_free_bulk of an object of another cache", ptrs[i], s->cache);
 		}
 	}
 	struct tcache *tc = &sm_tc;

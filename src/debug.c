@@ -1,0 +1,255 @@
+/* debug.c: SLUB's debug mode (slub_debug=FZPU) for the size-class caches that
+ * SLUBMALLOC_DEBUG selects. A debug cache leaves the lockless fastpath: its thread bins have
+ * capacity 0, so every malloc and free of its objects comes here (alloc.c), and the fastpaths
+ * pay nothing for this file. Its slabs hold slots laid out as
+ *     [ left red zone | object (class size) | right red zone | struct dmeta ]
+ *        DBG_RZ bytes                          DBG_RZ bytes
+ * and malloc returns the object's address, which is never a slot start, so a debug pointer
+ * fails the fastpath's object check by construction.
+ * Invariants: dmeta.state is DSTATE_ALLOC ^ slot while the object is handed out and
+ * DSTATE_FREE ^ slot while it is free (after its first use; a slot never used has neither,
+ * and is not checked); a free slot's free pointer is dmeta.fp (cache->fpoff), never inside the
+ * object, so poison covers the whole object. With Z, the bytes from the requested size to the
+ * right red zone's end are DBG_RZ_BYTE while allocated, and the left red zone always is. With
+ * P, a free object's bytes are all DBG_POISON. Objects come from the cache's own spill chain and
+ * active slab (sm_fill) under cache->dlock, and go back with one push each (sm_free_to_slab). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define DBG_RZ 16
+#define DBG_RZ_BYTE 0xbb
+#define DBG_POISON 0x6b
+#define DSTATE_ALLOC 0xa110c8eda110c8edULL
+#define DSTATE_FREE 0xf4eef4eef4eef4eeULL
+
+struct dmeta {
+	uint64_t state;
+	uint64_t req;           /* the size asked for */
+	void *alloc_ip, *free_ip;
+	uint32_t alloc_tid, free_tid;
+	uint64_t fp;            /* the free pointer while free */
+};
+
+static inline struct dmeta *meta_of(const struct cache *c, char *slot)
+{
+	return (struct dmeta *)(slot + DBG_RZ + c->osize + DBG_RZ);
+}
+
+/* Turn size class cache c into a debug cache with flags (init, before any allocation). */
+void sm_debug_setup(struct cache *c, unsigned flags)
+{
+	char name[sizeof c->name];
+	memcpy(name, c->name, sizeof name);
+	uint32_t osize = c->size;
+	uint16_t cls = c->cls;
+	sm_cache_setup(c, name, DBG_RZ + osize + DBG_RZ + (uint32_t)sizeof(struct dmeta), cls);
+	c->osize = osize;
+	c->debug = flags;
+	c->fpoff = DBG_RZ + osize + DBG_RZ + (uint32_t)offsetof(struct dmeta, fp);
+}
+
+static void write_hex(uint64_t v)
+{
+	sm_write(2, "0x");
+	sm_write_num(2, v, 16);
+}
+
+/* The 32 bytes around addr (clamped to the slot), as the kernel's reports show them. */
+static void dump_bytes(const struct cache *c, char *slot, const unsigned char *addr)
+{
+	const unsigned char *lo = addr - 8 < (unsigned char *)slot ? (unsigned char *)slot : addr - 8;
+	const unsigned char *end = (unsigned char *)meta_of(c, slot);
+	sm_write(2, "slubmalloc:   bytes at ");
+	write_hex((uintptr_t)lo);
+	sm_write(2, ":");
+	for (int i = 0; i < 32 && lo + i < end; i++) {
+		char b[4] = {' ', "0123456789abcdef"[lo[i] >> 4], "0123456789abcdef"[lo[i] & 15], 0};
+		sm_write(2, b);
+	}
+	sm_write(2, "\n");
+}
+
+static void write_track(const char *what, void *ip, uint32_t tid)
+{
+	sm_write(2, "slubmalloc:   ");
+	sm_write(2, what);
+	sm_write(2, " by ");
+	write_hex((uintptr_t)ip);
+	sm_write(2, " thread ");
+	sm_write_num(2, tid, 10);
+	sm_write(2, "\n");
+}
+
+static void tracks(const struct cache *c, const struct dmeta *m)
+{
+	if (!(c->debug & DBG_U))
+		return;
+	if (m->alloc_ip)
+		write_track("allocated", m->alloc_ip, m->alloc_tid);
+	if (m->state == (DSTATE_FREE ^ (uintptr_t)m) && m->free_ip)
+		write_track("freed", m->free_ip, m->free_tid);
+}
+
+/* "slubmalloc: <what> at 0x.. (object 0x.., offset N, size S) in cache NAME", the bytes, the
+ * call sites; then abort. */
+SM_NORETURN static void report(const struct cache *c, char *slot, const char *what,
+			       const unsigned char *at)
+{
+	struct dmeta *m = meta_of(c, slot);
+	char *obj = slot + DBG_RZ;
+	sm_write(2, "slubmalloc: ");
+	sm_write(2, what);
+	sm_write(2, " at ");
+	write_hex((uintptr_t)at);
+	sm_write(2, " (object ");
+	write_hex((uintptr_t)obj);
+	sm_write(2, ", offset ");
+	if ((const char *)at < obj) {
+		sm_write(2, "-");
+		sm_write_num(2, (uint64_t)(obj - (const char *)at), 10);
+	} else {
+		sm_write_num(2, (uint64_t)((const char *)at - obj), 10);
+	}
+	sm_write(2, ", size ");
+	sm_write_num(2, m->req, 10);
+	sm_write(2, ") in cache ");
+	sm_write(2, c->name);
+	sm_write(2, "\n");
+	dump_bytes(c, slot, at);
+	tracks(c, m);
+	abort();
+}
+
+/* "slubmalloc: <what> of 0x.. in cache NAME <detail>", the call sites; then abort. */
+SM_NORETURN static void report_free(const struct cache *c, char *slot, const char *what,
+				    const char *detail)
+{
+	sm_write(2, "slubmalloc: ");
+	sm_write(2, what);
+	sm_write(2, " of ");
+	write_hex((uintptr_t)(slot + DBG_RZ));
+	sm_write(2, " in cache ");
+	sm_write(2, c->name);
+	if (*detail) {
+		sm_write(2, " ");
+		sm_write(2, detail);
+	}
+	sm_write(2, "\n");
+	tracks(c, meta_of(c, slot));
+	abort();
+}
+
+/* The first byte of [p, p + n) that is not b, or NULL. */
+static const unsigned char *not_all(const void *p, size_t n, unsigned char b)
+{
+	const unsigned char *q = p;
+	for (size_t i = 0; i < n; i++)
+		if (q[i] != b)
+			return q + i;
+	return NULL;
+}
+
+/* The left red zone, and the right one from offset `from` of the object (the requested size
+ * while allocated; the class size while free, when the object's bytes are its own). */
+static void check_redzones(const struct cache *c, char *slot, uint64_t from)
+{
+	const unsigned char *bad = not_all(slot, DBG_RZ, DBG_RZ_BYTE);
+	if (!bad)
+		bad = not_all(slot + DBG_RZ + from, c->osize - from + DBG_RZ, DBG_RZ_BYTE);
+	if (bad)
+		report(c, slot, "redzone overwritten", bad);
+}
+
+static uint32_t tid(void)
+{
+	return (uint32_t)gettid();
+}
+
+void *sm_debug_alloc(struct cache *c, size_t req, void *caller)
+{
+	void *o = NULL;
+	sm_lock(&c->dlock);
+	uint32_t n = sm_fill(c, 0, &c->dspill, &c->dactive, &o, 1);
+	sm_unlock(&c->dlock);
+	if (!n)
+		return errno = ENOMEM, NULL;
+	char *slot = o;
+	struct dmeta *m = meta_of(c, slot);
+	if (m->state == (DSTATE_FREE ^ (uintptr_t)m)) { /* used before: check what free left */
+		if (c->debug & DBG_P) {
+			const unsigned char *bad = not_all(slot + DBG_RZ, c->osize, DBG_POISON);
+			if (bad)
+				report(c, slot, "poison overwritten (write after free)", bad);
+		}
+		if (c->debug & DBG_Z)
+			check_redzones(c, slot, c->osize);
+	} else if (m->state == (DSTATE_ALLOC ^ (uintptr_t)m) && (c->debug & DBG_F)) {
+		report_free(c, slot, "freelist corrupted: second hand-out", "(already allocated)");
+	}
+	m->state = DSTATE_ALLOC ^ (uintptr_t)m;
+	m->req = req;
+	m->alloc_ip = caller;
+	m->alloc_tid = tid();
+	m->free_ip = NULL;
+	m->free_tid = 0;
+	if (c->debug & DBG_Z) {
+		memset(slot, DBG_RZ_BYTE, DBG_RZ);
+		memset(slot + DBG_RZ + req, DBG_RZ_BYTE, c->osize - req + DBG_RZ);
+	}
+	return slot + DBG_RZ;
+}
+
+/* The slot of debug pointer p of slab s; reports p when it is no object of s. */
+static char *slot_of(struct slab *s, void *p, const char *call)
+{
+	char *slot = (char *)p - DBG_RZ;
+	if (slab_index(s, (uintptr_t)slot) == UINT32_MAX)
+		sm_fatal(call, p, "(not the start of an object of slubmalloc)");
+	return slot;
+}
+
+/* p must be a handed-out object of debug slab s: reports a double free or a bad pointer. */
+static struct dmeta *live_meta(struct slab *s, void *p, const char *call)
+{
+	struct cache *c = s->cache;
+	char *slot = slot_of(s, p, call);
+	struct dmeta *m = meta_of(c, slot);
+	if (m->state == (DSTATE_ALLOC ^ (uintptr_t)m))
+		return m;
+	if (m->state == (DSTATE_FREE ^ (uintptr_t)m))
+		report_free(c, slot, "double free", "");
+	report_free(c, slot, call, "(never handed out, or its debug state was overwritten)");
+}
+
+void sm_debug_free(struct slab *s, void *p, void *caller)
+{
+	struct cache *c = s->cache;
+	struct dmeta *m = live_meta(s, p, "invalid free");
+	char *slot = (char *)p - DBG_RZ;
+	if (c->debug & DBG_Z)
+		check_redzones(c, slot, m->req);
+	m->free_ip = caller;
+	m->free_tid = tid();
+	if (c->debug & DBG_P)
+		memset(p, DBG_POISON, c->osize);
+	m->state = DSTATE_FREE ^ (uintptr_t)m;
+	sm_free_to_slab(s, slot);
+}
+
+size_t sm_debug_usable(struct slab *s, const void *p)
+{
+	return live_meta(s, (void *)p, "invalid malloc_usable_size")->req;
+}
+
+/* A new slab of a debug cache: no slot carries a state yet (its pages may hold old bytes). */
+void sm_debug_slab_init(struct slab *s)
+{
+	struct cache *c = s->cache;
+	for (uint32_t i = 0; i < s->objects; i++)
+		meta_of(c, s->start + (size_t)i * s->size)->state = 0;
+}

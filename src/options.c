@@ -1,0 +1,197 @@
+/* options.c: the run-time options, read once by sm_init() from the environment (a walk over
+ * environ: no getenv, no allocation), with their defaults and meanings in one table that the
+ * README, slubmalloc(3) and SLUBMALLOC_VERBOSE=1 all describe.
+ * Invariants: sm_opt holds the defaults until sm_options_read() runs and never changes after;
+ * a bad value leaves the default in place and writes one warning line to stderr. */
+#include <string.h>
+
+#include "internal.h"
+
+struct sm_options sm_opt = {
+	.purge_delay_ns = PURGE_DELAY_MS_DEFAULT * 1000000ULL,
+	.min_partial = EMPTY_RESERVE,
+};
+
+extern char **environ;
+
+static const char *env(const char *name)
+{
+	size_t n = strlen(name);
+	if (!environ)
+		return NULL;
+	for (char **e = environ; *e; e++)
+		if (!strncmp(*e, name, n) && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
+
+static void warn(const char *name, const char *value, const char *why)
+{
+	sm_write(2, "slubmalloc: warning: ");
+	sm_write(2, name);
+	sm_write(2, "=\"");
+	sm_write(2, value);
+	sm_write(2, "\": ");
+	sm_write(2, why);
+	sm_write(2, "\n");
+}
+
+/* A decimal number in [0, max]; false (and *out untouched) for anything else. */
+static bool parse_num(const char *v, uint64_t max, uint64_t *out)
+{
+	uint64_t x = 0;
+	if (!*v)
+		return false;
+	for (; *v; v++) {
+		if (*v < '0' || *v > '9' || x > (max - (uint64_t)(*v - '0')) / 10)
+			return false;
+		x = x * 10 + (uint64_t)(*v - '0');
+	}
+	*out = x;
+	return true;
+}
+
+static void read_bool(const char *name, int *out, const char *why)
+{
+	const char *v = env(name);
+	if (!v)
+		return;
+	if (!strcmp(v, "0") || !strcmp(v, "1"))
+		*out = *v == '1';
+	else
+		warn(name, v, why);
+}
+
+static void read_num(const char *name, uint64_t max, uint64_t *out, const char *why)
+{
+	const char *v = env(name);
+	if (v && !parse_num(v, max, out))
+		warn(name, v, why);
+}
+
+/* "[flags][,cache,...]": flags from FZPU ("" or "1": all of them, "-": none). */
+static void read_debug(void)
+{
+	const char *v = env("SLUBMALLOC_DEBUG");
+	if (!v)
+		return;
+	const char *comma = strchr(v, ',');
+	size_t nflags = comma ? (size_t)(comma - v) : strlen(v);
+	unsigned flags = 0;
+	if (nflags == 0 || (nflags == 1 && v[0] == '1')) {
+		flags = DBG_ALL;
+	} else if (!(nflags == 1 && v[0] == '-')) {
+		for (size_t i = 0; i < nflags; i++) {
+			switch (v[i] | 0x20) { /* either case */
+			case 'f': flags |= DBG_F; break;
+			case 'z': flags |= DBG_Z; break;
+			case 'p': flags |= DBG_P; break;
+			case 'u': flags |= DBG_U; break;
+			default:
+				warn("SLUBMALLOC_DEBUG", v, "flags are letters of FZPU, then optional "
+				     ",cache names; debugging stays off");
+				return;
+			}
+		}
+	}
+	const char *list = comma ? comma + 1 : "";
+	if (strlen(list) >= sizeof sm_opt.debug_caches) {
+		warn("SLUBMALLOC_DEBUG", v, "cache list too long; debugging stays off");
+		return;
+	}
+	strcpy(sm_opt.debug_caches, list);
+	sm_opt.debug = flags;
+}
+
+void sm_options_read(void)
+{
+	read_bool("SLUBMALLOC_STATS", &sm_opt.stats, "not 0 or 1; statistics stay off");
+	const char *f = env("SLUBMALLOC_STATS_FILE");
+	if (f) {
+		if (!*f || strlen(f) >= sizeof sm_opt.stats_file)
+			warn("SLUBMALLOC_STATS_FILE", f, "empty or too long; statistics go to stderr");
+		else
+			strcpy(sm_opt.stats_file, f);
+	}
+	read_debug();
+	uint64_t ms = sm_opt.purge_delay_ns / 1000000ULL;
+	read_num("SLUBMALLOC_PURGE_DELAY_MS", 3600000, &ms,
+		 "not a number of milliseconds from 0 to 3600000; using the default 1000");
+	sm_opt.purge_delay_ns = ms * 1000000ULL;
+	uint64_t mp = sm_opt.min_partial;
+	read_num("SLUBMALLOC_MIN_PARTIAL", 1000, &mp,
+		 "not a number from 0 to 1000; using the default 2");
+	sm_opt.min_partial = (unsigned)mp;
+	read_bool("SLUBMALLOC_THP", &sm_opt.thp, "not 0 or 1; huge pages stay off");
+	read_bool("SLUBMALLOC_VERBOSE", &sm_opt.verbose, "not 0 or 1; verbose stays off");
+}
+
+/* Is cache `name` in the SLUBMALLOC_DEBUG list (an empty list names every cache)? */
+bool sm_options_debugs(const char *name)
+{
+	const char *l = sm_opt.debug_caches;
+	if (!*l)
+		return true;
+	size_t n = strlen(name);
+	while (*l) {
+		const char *end = strchr(l, ',');
+		size_t len = end ? (size_t)(end - l) : strlen(l);
+		if (len == n && !strncmp(l, name, n))
+			return true;
+		l += len + (end != NULL);
+	}
+	return false;
+}
+
+static void show(const char *name, const char *value, const char *meaning)
+{
+	sm_write(2, "slubmalloc: ");
+	sm_write(2, name);
+	sm_write(2, "=");
+	sm_write(2, value);
+	sm_write(2, "  (");
+	sm_write(2, meaning);
+	sm_write(2, ")\n");
+}
+
+static void show_num(const char *name, uint64_t v, const char *meaning)
+{
+	char buf[24];
+	int i = sizeof buf - 1;
+	buf[i] = 0;
+	do
+		buf[--i] = (char)('0' + v % 10);
+	while ((v /= 10) && i > 0);
+	show(name, buf + i, meaning);
+}
+
+/* SLUBMALLOC_VERBOSE=1: the options in effect, one per line. */
+void sm_options_print(void)
+{
+	char dbg[8 + sizeof sm_opt.debug_caches];
+	int k = 0;
+	const char *letters = "FZPU";
+	for (int i = 0; i < 4; i++)
+		if (sm_opt.debug & (1u << i))
+			dbg[k++] = letters[i];
+	if (!k)
+		dbg[k++] = '-';
+	dbg[k] = 0;
+	if (sm_opt.debug && sm_opt.debug_caches[0]) {
+		dbg[k++] = ',';
+		strcpy(dbg + k, sm_opt.debug_caches);
+	}
+	sm_write(2, "slubmalloc: options in effect:\n");
+	show_num("SLUBMALLOC_STATS", (uint64_t)sm_opt.stats, "1: print statistics at exit; default 0");
+	show("SLUBMALLOC_STATS_FILE", sm_opt.stats_file[0] ? sm_opt.stats_file : "(stderr)",
+	     "where SLUBMALLOC_STATS=1 writes; default stderr");
+	show("SLUBMALLOC_DEBUG", dbg, "F checks, Z red zones, P poison, U call sites [,caches]; "
+	     "default - (off)");
+	show_num("SLUBMALLOC_PURGE_DELAY_MS", sm_opt.purge_delay_ns / 1000000ULL,
+		 "ms before empty slab pages and freed large blocks go back to the OS; default 1000");
+	show_num("SLUBMALLOC_MIN_PARTIAL", sm_opt.min_partial,
+		 "empty slabs each cache keeps; default 2");
+	show_num("SLUBMALLOC_THP", (uint64_t)sm_opt.thp,
+		 "1: transparent huge pages for slab regions; default 0");
+	show_num("SLUBMALLOC_VERBOSE", (uint64_t)sm_opt.verbose, "1: print these lines; default 0");
+}
