@@ -49,8 +49,8 @@ SM_EXPORT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 		sm_thread_start(tc);
 	if (tc->state != T_LIVE)
 		return alloc_each(size, n, ptrs);
-	size_t got = sm_take_n(&sm_g.caches[cls], tc->id, &tc->bin[cls], &tc->spill[cls],
-			       &tc->active[cls], ptrs, n);
+	size_t got = sm_take_n(&sm_g.caches[cls], tc->id, &tc->bin[cls], &tc->src[cls],
+			       ptrs, n);
 	return got == n ? n : bulk_fail(got, ptrs);
 }
 

@@ -5,8 +5,8 @@
  *   thread (TLS, struct tcache)          cache (one per size class)       slab (in region header)
  *   bin[c].slots[0..count)  = objects     lock                             start, size, objects
  *   bin[c].cap, rbin[c] (others' objects) partial <-> slab <-> slab        carved (owner only)
- *   spill[c] -> o -> o (encoded chain)
- *   active[c] ----------------------------------------------------------> word = {freelist,
+ *   src[c].spill -> o -> o (encoded chain; src[c].nspill of them)
+ *   src[c].active ------------------------------------------------------> word = {freelist,
  *                                                                                 counters}
  *   A thread's bin for class c (its "sheaf") holds objects of any slabs of c, at most cap of
  *   them, except, in classes below a cache line, objects of slabs another thread froze last
@@ -46,7 +46,7 @@
  *   slab line 0: fixed at creation (tail pages get copies); carved by the freezing owner.
  *   slab->word: cas16 only. next/prev/on_partial, cache partial/nr_*: under the cache lock.
  *   region free_mask/dirty_mask/map/list: under the page lock (region.c).
- *   A debug cache (debug.c) has no bins: its dspill/dactive are its own, under its dlock.
+ *   A debug cache (debug.c) has no bins: its dsrc is its own, under its dlock.
  * LOCK ORDER: orphan locks -> typed registry/table locks -> debug lock -> cache lock -> page lock. The large
  * and block locks are taken with no other held, except by fork's prepare (preload/init.c),
  * which takes every lock in one fixed order.
@@ -249,34 +249,36 @@ static struct slab *freeze_partial(struct cache *c, void **head, uint32_t *n)
 }
 
 /* Move up to n objects of a spill chain (objects of c) to out[]; returns how many. */
-static uint32_t take_spill(struct cache *c, void **spill, void **out, uint32_t n)
+static uint32_t take_spill(struct cache *c, struct src *src, void **out, uint32_t n)
 {
-	void *o = *spill;
+	void *o = src->spill;
 	uint32_t k = 0;
 	for (; o && k < n; k++) {
 		out[k] = o;
 		o = fp_get(o, c->fpoff);
 	}
-	*spill = o;
+	src->spill = o;
+	src->nspill -= k;
 	return k;
 }
 
 /* Put between 1 and want objects of c into out[], from one source, in this order: the spill
  * chain, the active slab's shared freelist (take-all), its untouched objects (carve, running
  * the ctor on them), a partial slab, a new slab. Returns how many; 0 only when memory is
- * exhausted (ENOMEM). spill and active are the calling thread's for c, owner its id: a slab it
+ * exhausted (ENOMEM). src is the calling thread's for c, owner its id: a slab it
  * freezes records it (for objects smaller than a cache line; see fastpath.h). */
-uint32_t sm_fill(struct cache *c, uint16_t owner, void **spill, struct slab **active,
-		 void **out, uint32_t want)
+uint32_t sm_fill(struct cache *c, uint16_t owner, struct src *src, void **out, uint32_t want)
 {
 	uint32_t n;
 	for (;;) {
-		if (*spill)
-			return take_spill(c, spill, out, want);
-		struct slab *s = *active;
+		if (src->spill)
+			return take_spill(c, src, out, want);
+		struct slab *s = src->active;
 		if (s) {
-			if ((*spill = sm_slab_take_all(s, &n)))
+			if ((src->spill = sm_slab_take_all(s, &n))) {
+				src->nspill = n;
 				continue;
+			}
 			if ((n = sm_slab_carve(s, out, want))) {
 				if (c->ctor)
 					for (uint32_t i = 0; i < n; i++)
@@ -285,14 +287,15 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, void **spill, struct slab **ac
 			}
 			if (!unfreeze_full(s))
 				continue;
-			*active = NULL;
+			src->active = NULL;
 		}
-		s = freeze_partial(c, spill, &n);
+		s = freeze_partial(c, &src->spill, &n);
+		src->nspill = s ? n : 0;
 		if (!s && !(s = sm_slab_new(c)))
 			return 0;
 		for (unsigned i = 0; i < s->pages; i++)
 			s[i].owner = c->size < 64 ? owner : 0;
-		*active = s;
+		src->active = s;
 	}
 }
 
@@ -300,16 +303,16 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, void **spill, struct slab **ac
 void *sm_refill(struct tcache *tc, unsigned cls)
 {
 	struct bin *b = &tc->bin[cls];
-	b->count = sm_fill(&sm_g.caches[cls], tc->id, &tc->spill[cls], &tc->active[cls], b->slots,
+	b->count = sm_fill(&sm_g.caches[cls], tc->id, &tc->src[cls], b->slots,
 			   b->cap / 2 ? b->cap / 2 : 1);
 	return b->count ? b->slots[--b->count] : NULL;
 }
 
 /* n objects of c into out[]: runs from the top of the bin b, then refills (straight into out[]
  * when more than a bin's worth is left). Returns how many it got: n, or fewer when memory ran
- * out (the caller gives those back). spill and active are the thread's for c, as b is. */
-size_t sm_take_n(struct cache *c, uint16_t owner, struct bin *b, void **spill,
-		 struct slab **active, void **out, size_t n)
+ * out (the caller gives those back). src is the thread's for c, as b is. */
+size_t sm_take_n(struct cache *c, uint16_t owner, struct bin *b, struct src *src, void **out,
+		 size_t n)
 {
 	size_t got = 0;
 	for (;;) {
@@ -321,13 +324,13 @@ size_t sm_take_n(struct cache *c, uint16_t owner, struct bin *b, void **spill,
 		if ((got += k) == n)
 			return n;
 		if (n - got < b->cap) { /* refill the bin by half and go round */
-			if (!(b->count = sm_fill(c, owner, spill, active, b->slots,
+			if (!(b->count = sm_fill(c, owner, src, b->slots,
 						 b->cap / 2 ? b->cap / 2 : 1)))
 				return got;
 			continue;
 		}
 		size_t want = n - got < UINT32_MAX ? n - got : UINT32_MAX;
-		uint32_t f = sm_fill(c, owner, spill, active, out + got, (uint32_t)want);
+		uint32_t f = sm_fill(c, owner, src, out + got, (uint32_t)want);
 		if (!f)
 			return got;
 		if ((got += f) == n)
@@ -484,15 +487,16 @@ static void unfreeze_active(struct slab *s)
 }
 
 /* Return a bin's objects, its spill chain and its active slab (unfrozen) to the slabs. */
-void sm_drop(struct bin *b, void **spill, struct slab **active, uint32_t fpoff)
+void sm_drop(struct bin *b, struct src *src, uint32_t fpoff)
 {
 	sm_free_array(b->slots, b->count);
 	b->count = 0;
-	sm_free_chain(*spill, fpoff);
-	*spill = NULL;
-	if (*active)
-		unfreeze_active(*active);
-	*active = NULL;
+	sm_free_chain(src->spill, fpoff);
+	src->spill = NULL;
+	src->nspill = 0;
+	if (src->active)
+		unfreeze_active(src->active);
+	src->active = NULL;
 }
 
 /* Thread exit: every cached object goes back to its slab, every active slab is unfrozen.
@@ -503,7 +507,7 @@ void sm_thread_teardown(struct tcache *tc)
 	for (unsigned i = 0; i < NCLASS; i++) {
 		sm_free_array(tc->rbin[i].slots, tc->rbin[i].count);
 		tc->rbin[i].count = tc->rbin[i].cap = 0;
-		sm_drop(&tc->bin[i], &tc->spill[i], &tc->active[i], 0);
+		sm_drop(&tc->bin[i], &tc->src[i], 0);
 		tc->bin[i].cap = 0;
 	}
 	if (tc->block)

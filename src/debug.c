@@ -12,7 +12,7 @@
  * object, so poison covers the whole object. With Z, the bytes from the requested size to the
  * right red zone's end are DBG_RZ_BYTE while allocated, and the left red zone always is. With
  * P, a free object's bytes are all DBG_POISON. Objects come from the cache's own spill chain and
- * active slab (sm_fill) under cache->dlock, and go back with one push each (sm_free_to_slab). */
+ * active slab (sm_fill) (cache->dsrc) under cache->dlock, and go back with one push each (sm_free_to_slab). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -174,7 +174,7 @@ void *sm_debug_alloc(struct cache *c, size_t req, void *caller)
 {
 	void *o = NULL;
 	sm_lock(&c->dlock);
-	uint32_t n = sm_fill(c, 0, &c->dspill, &c->dactive, &o, 1);
+	uint32_t n = sm_fill(c, 0, &c->dsrc, &o, 1);
 	sm_unlock(&c->dlock);
 	if (!n)
 		return errno = ENOMEM, NULL;

@@ -61,6 +61,14 @@ struct region {
 	struct slab slabs[REGION_PAGES];  /* descriptor of the slab that starts at page i */
 };
 
+/* Where a thread's objects of one cache come from, after its bin: a spill chain (a take-all's
+ * objects beyond the array, encoded links at the cache's fpoff), then its active slab. */
+struct src {
+	void *spill;          /* encoded chain */
+	uint32_t nspill;      /* objects on it (statistics read it from other threads) */
+	struct slab *active;  /* frozen for this thread */
+};
+
 /* A cache ("struct kmem_cache"): one per size class, or one per typed cache. */
 struct cache {
 	sm_lock_t lock;        /* guards the partial list, nr_*, on_partial, slab transitions */
@@ -81,9 +89,8 @@ struct cache {
 	int dead;              /* typed caches: destroyed, freed when its last slab goes */
 	unsigned debug;        /* SLUBMALLOC_DEBUG flags (DBG_*); 0: a normal cache (debug.c) */
 	uint32_t osize;        /* debug caches: the object size inside each slot */
-	sm_lock_t dlock;       /* debug caches: guards dspill and dactive */
-	void *dspill;          /* debug caches: objects are taken from here, then dactive */
-	struct slab *dactive;
+	sm_lock_t dlock;       /* debug caches: guards dsrc */
+	struct src dsrc;       /* debug caches: where objects come from (no thread has a bin) */
 	char name[32];
 } __attribute__((aligned(64)));
 
@@ -104,8 +111,7 @@ struct tcache {
 				       * (cap 0): typed objects (cls NCLASS) take free()'s slow path */
 	struct bin rbin[NCLASS + 1];  /* frees of other threads' sub-line objects, never reused
 				       * here (no passive false sharing), sent back in batches */
-	void *spill[NCLASS];          /* encoded chain: a take-all's objects beyond the array */
-	struct slab *active[NCLASS];  /* slowpath: the frozen slab refills come from */
+	struct src src[NCLASS];       /* slowpath: what refills come from */
 	void **block;                 /* the memory of the size classes' slots arrays */
 	uint32_t state;               /* enum tstate */
 	uint16_t id;                  /* this thread's id, 1..65535 (two threads may share one: a
@@ -115,8 +121,7 @@ struct tcache {
 	uint64_t tepoch;
 	struct cache *tfor[MAX_TYPED];   /* the cache tbin[id] serves (NULL: none) */
 	struct bin tbin[MAX_TYPED];
-	void *tspill[MAX_TYPED];
-	struct slab *tactive[MAX_TYPED];
+	struct src tsrc[MAX_TYPED];
 	struct tcache *rnext, *rprev;    /* the registry of live thread caches (typed.c) */
 };
 
@@ -226,11 +231,10 @@ struct slab *sm_slab_new(struct cache *c);     /* frozen, nothing carved */
 uint32_t sm_slab_carve(struct slab *s, void **out, uint32_t n); /* owner; addresses only */
 
 /* "cache.c": the slow paths (the concurrency rules live at its top) */
-uint32_t sm_fill(struct cache *c, uint16_t owner, void **spill, struct slab **active,
-		 void **out, uint32_t want);
+uint32_t sm_fill(struct cache *c, uint16_t owner, struct src *src, void **out, uint32_t want);
 void *sm_refill(struct tcache *tc, unsigned cls);
-size_t sm_take_n(struct cache *c, uint16_t owner, struct bin *b, void **spill,
-		 struct slab **active, void **out, size_t n);
+size_t sm_take_n(struct cache *c, uint16_t owner, struct bin *b, struct src *src, void **out,
+		 size_t n);
 void sm_flush(struct tcache *tc, unsigned cls);  /* the older half of a full bin */
 void sm_free_to_slab(struct slab *s, void *obj);  /* one object, any thread, no thread cache */
 void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n);
@@ -238,7 +242,7 @@ void *sm_slab_take_all(struct slab *s, uint32_t *n); /* owner of frozen s; NULL 
 void sm_free_chain(void *head, uint32_t fpoff);   /* objects of any slabs, grouped by slab */
 void sm_free_array(void **v, size_t n);           /* the same for an array (NULLs skipped) */
 void sm_thread_setup(struct tcache *tc);          /* T_LIVE, or T_DEAD without memory */
-void sm_drop(struct bin *b, void **spill, struct slab **active, uint32_t fpoff); /* all back */
+void sm_drop(struct bin *b, struct src *src, uint32_t fpoff); /* all back */
 void sm_cache_shrink(struct cache *c);            /* free its empty slabs now */
 void sm_thread_teardown(struct tcache *tc);
 void sm_caches_lock_all(void);

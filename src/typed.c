@@ -2,13 +2,13 @@
  * A typed cache is a struct cache of its own (its own slabs, so a constructor's work survives
  * free and reuse: the free pointer of a ctor cache lives past the object's body) with an id
  * in 0..MAX_TYPED-1. Each thread keeps, per id, a bin, a spill chain and an active slab
- * (struct tcache's tbin/tspill/tactive), touched only inside the slub_cache_* calls. free() of
+ * (struct tcache's tbin/tsrc), touched only inside the slub_cache_* calls. free() of
  * a typed object is accepted too: its slab says cls NCLASS, whose thread bin is always empty,
  * so it goes straight back to its slab.
  *
  * DESTROY WITH OTHER THREADS ALIVE (the kernel flushes every CPU's cache; so must we):
  *   caller of a slub_cache_* call:  tepoch++ (odd); compiler barrier; load c->dead; use its
- *                                   tbin/tspill/tactive; tepoch++ (even, release)
+ *                                   tbin/tsrc; tepoch++ (even, release)
  *   slub_cache_destroy(c):          c->dead = 1; membarrier(PRIVATE_EXPEDITED); then for every
  *                                   registered thread: wait while its tepoch stays at an odd
  *                                   value; drain its state for c.
@@ -88,7 +88,7 @@ static void drain(struct tcache *tc, unsigned id)
 	struct cache *c = tc->tfor[id];
 	if (!c)
 		return;
-	sm_drop(&tc->tbin[id], &tc->tspill[id], &tc->tactive[id], c->fpoff);
+	sm_drop(&tc->tbin[id], &tc->tsrc[id], c->fpoff);
 	tc->tfor[id] = NULL;
 }
 
@@ -205,7 +205,7 @@ static size_t take(struct tcache *tc, struct cache *c, size_t n, void **out)
 	if (!own_bin(tc, c))
 		return 0;
 	unsigned id = c->id;
-	size_t got = sm_take_n(c, 0, &tc->tbin[id], &tc->tspill[id], &tc->tactive[id], out, n);
+	size_t got = sm_take_n(c, 0, &tc->tbin[id], &tc->tsrc[id], out, n);
 	if (got == n)
 		return n;
 	/* out of memory: give back what was taken */
