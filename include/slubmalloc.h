@@ -5,6 +5,7 @@
 #define SLUBMALLOC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,7 +47,43 @@ void slub_cache_free_bulk(struct slub_cache *cache, size_t n, void **ptrs);
  * stays until they are freed (freeing them stays valid). */
 void slub_cache_destroy(struct slub_cache *cache);
 
-/* Print the allocator's statistics (slabs per cache, large allocations) to fd. */
+/* ---- statistics (the format is described in slubmalloc(3)) ----
+ * Object and slab figures come from a census of the slabs and the thread caches: exact when
+ * the other threads are quiet, a snapshot otherwise. Event counters are kept (per thread,
+ * summed here) only when the program runs with SLUBMALLOC_STATS=1; else they read 0. */
+struct slub_cache_stats {
+	char name[32];             /* kmalloc-<size> for the size classes, or a typed cache's name */
+	size_t active_objs;        /* objects handed out and not freed */
+	size_t num_objs;           /* objects in all its slabs */
+	size_t objsize, objperslab;
+	size_t pagesperslab;       /* in 4 KiB pages, as /proc/slabinfo counts them */
+	size_t active_slabs;       /* slabs with objects in use (or held by a thread) */
+	size_t num_slabs;
+	/* events (SLUBMALLOC_STATS=1): */
+	uint64_t alloc_fastpath;   /* mallocs served from the thread's cache (size classes) */
+	uint64_t alloc_slowpath;   /* mallocs that refilled the thread's cache */
+	uint64_t refill_takeall;   /* refills that took a slab's whole freelist (one cmpxchg16b) */
+	uint64_t free_fastpath;    /* frees onto the freeing thread's own cache */
+	uint64_t free_remote;      /* frees of other threads' small objects, or straight to a slab */
+	uint64_t cmpxchg_retry;    /* cmpxchg16b attempts on a slab's freelist that lost a race */
+	uint64_t slabs_allocated, slabs_freed;
+};
+struct slub_stats {
+	int events_counted;        /* 1: SLUBMALLOC_STATS=1, the event counters are kept */
+	size_t ncaches;            /* caches with slabs or events (rows slub_stats_get can give) */
+	size_t bytes_in_use;       /* small objects at their class size, plus large blocks */
+	size_t small_bytes_in_use;
+	size_t bytes_mapped;       /* slab regions, large blocks and cached freed ranges */
+	size_t slab_bytes_mapped;  /* slab regions alone */
+	size_t bytes_resident;     /* the process's resident set (from /proc/self/statm) */
+	size_t large_count, large_bytes;            /* large blocks alive (> 128 KiB) */
+	size_t large_peak_count, large_peak_bytes;  /* ... at most, so far */
+	uint64_t large_allocations;                 /* large blocks allocated so far */
+};
+/* Fill *totals (if not NULL) and up to max rows of caches[] (one per cache in use); returns
+ * the number of rows written. Does not allocate. */
+size_t slub_stats_get(struct slub_stats *totals, struct slub_cache_stats *caches, size_t max);
+/* Write the statistics to fd: a /proc/slabinfo 2.1 table, the event counters, the totals. */
 void slub_stats_print(int fd);
 
 #ifdef __cplusplus

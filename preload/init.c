@@ -26,7 +26,8 @@ static int stats_fd = 2; /* a duplicate of stderr (programs may close fd 2 befor
 static void thread_exit(void *arg)
 {
 	struct tcache *tc = arg;
-	sm_thread_teardown(tc);
+	sm_thread_teardown(tc); /* it leaves the registry first: no reader sees tc->st after */
+	sm_stats_thread_exit(tc);
 	tc->state = T_DEAD;
 }
 
@@ -118,6 +119,7 @@ void sm_thread_start(struct tcache *tc)
 {
 	sm_init();
 	sm_thread_setup(tc);
+	sm_stats_thread_start(tc);
 	if (tc->state == T_LIVE)
 		sm_typed_register(tc);
 	if (exit_key_ok)

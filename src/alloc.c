@@ -79,21 +79,28 @@ void sm_free_slow(void *p)
 			sm_fatal_in("double free", p, s->cache);
 		if (tc->state == T_NEW)
 			sm_thread_start(tc);
-		if (tc->state != T_LIVE || !b->cap) {
+		/* the fastpath's rule (fastpath.h), with the cache's own key and capacity: with
+		 * SLUBMALLOC_STATS=1 the bins' keys and rbin capacities send every free here */
+		struct cache *c = s->cache;
+		uint32_t cap = tc->state == T_LIVE && s->cls < NCLASS ? c->cap : 0;
+		if (!cap) {
+			sm_count(c, EV_FREE_REMOTE, 1);
 			sm_free_to_slab(s, p);
-		} else if (page_desc(a)->owner != b->key) { /* the fastpath's rule: fastpath.h */
+		} else if (page_desc(a)->owner != (c->size < 64 ? tc->id : 0)) {
 			struct bin *r = &tc->rbin[s->cls];
 			if (r->count && r->slots[r->count - 1] == p)
-				sm_fatal_in("double free", p, s->cache);
-			if (r->count >= r->cap) {
+				sm_fatal_in("double free", p, c);
+			if (r->count >= cap) {
 				sm_free_array(r->slots, r->count);
 				r->count = 0;
 			}
 			r->slots[r->count++] = p;
+			sm_count(c, EV_FREE_REMOTE, 1);
 		} else {
-			if (b->count >= b->cap)
+			if (b->count >= cap)
 				sm_flush(tc, s->cls);
 			b->slots[b->count++] = p;
+			sm_count(c, EV_FREE_FAST, 1);
 		}
 	} else {
 		int r = sm_large_free(p);
@@ -196,6 +203,11 @@ void *sm_memalign(size_t align, size_t size)
 	if (cls < NCLASS && !sm_g.caches[cls].debug) /* debug slots are not naturally aligned */
 		return alloc_class(cls, size, __builtin_return_address(0));
 	return sm_large_alloc(size, align, false);
+}
+
+struct tcache *sm_orphan_tcache(void)
+{
+	return &orphan;
 }
 
 void sm_orphan_lock_all(void)

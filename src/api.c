@@ -3,6 +3,7 @@
 
 #include "internal.h"
 
+/* (slub_stats_get is in stats.c, next to the census it reads) */
 SM_EXPORT void slub_stats_print(int fd)
 {
 	sm_stats_print(fd);

@@ -129,7 +129,7 @@ static bool slab_became_empty(struct cache *c, struct slab *s)
 
 static void slab_release(struct cache *c, struct slab *s)
 {
-	__atomic_fetch_add(&sm_stat_slabs_freed, 1, __ATOMIC_RELAXED);
+	sm_count(c, EV_SLAB_FREE, 1);
 	sm_pages_free(s);
 	if (__atomic_sub_fetch(&c->nr_slabs, 1, __ATOMIC_ACQ_REL) == 0 && c->cls == NCLASS)
 		sm_typed_gone(c);
@@ -180,6 +180,7 @@ void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n)
 		}
 		if (cas16(&s->word, &old, new))
 			break;
+		sm_count(c, EV_CAS_RETRY, 1);
 	}
 	if (!locked)
 		return;
@@ -204,12 +205,15 @@ void sm_free_to_slab(struct slab *s, void *obj)
 void *sm_slab_take_all(struct slab *s, uint32_t *n)
 {
 	dword_t old = word_read(s), new;
-	do {
+	for (;;) {
 		if (!old.lo)
 			return NULL;
 		new.lo = 0;
 		new.hi = SLAB_FROZEN | s->objects;
-	} while (!cas16(&s->word, &old, new));
+		if (cas16(&s->word, &old, new))
+			break;
+		sm_count(s->cache, EV_CAS_RETRY, 1);
+	}
 	*n = s->objects - SLAB_INUSE(old.hi);
 	return (void *)old.lo;
 }
@@ -277,6 +281,7 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct src *src, void **out, u
 		if (s) {
 			if ((src->spill = sm_slab_take_all(s, &n))) {
 				src->nspill = n;
+				sm_count(c, EV_REFILL_TAKEALL, 1);
 				continue;
 			}
 			if ((n = sm_slab_carve(s, out, want))) {
@@ -302,10 +307,16 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct src *src, void **out, u
 /* The thread's bin for cls is empty: fill half of it. One object for the caller, or NULL. */
 void *sm_refill(struct tcache *tc, unsigned cls)
 {
+	if (unlikely(tc->trim_gen != __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED)))
+		sm_trim_self(tc);
 	struct bin *b = &tc->bin[cls];
-	b->count = sm_fill(&sm_g.caches[cls], tc->id, &tc->src[cls], b->slots,
-			   b->cap / 2 ? b->cap / 2 : 1);
-	return b->count ? b->slots[--b->count] : NULL;
+	struct cache *c = &sm_g.caches[cls];
+	b->count = sm_fill(c, tc->id, &tc->src[cls], b->slots, b->cap / 2 ? b->cap / 2 : 1);
+	if (!b->count)
+		return NULL;
+	sm_count(c, EV_ALLOC_SLOW, 1);
+	sm_count(c, EV_BIN_IN, b->count - 1);
+	return b->slots[--b->count];
 }
 
 /* n objects of c into out[]: runs from the top of the bin b, then refills (straight into out[]
@@ -321,12 +332,14 @@ size_t sm_take_n(struct cache *c, uint16_t owner, struct bin *b, struct src *src
 		for (uint32_t i = 0; i < k; i++) /* short runs: no call to memcpy */
 			out[got + i] = from[i];
 		b->count -= k;
+		sm_count(c, EV_BIN_OUT, k);
 		if ((got += k) == n)
 			return n;
 		if (n - got < b->cap) { /* refill the bin by half and go round */
 			if (!(b->count = sm_fill(c, owner, src, b->slots,
 						 b->cap / 2 ? b->cap / 2 : 1)))
 				return got;
+			sm_count(c, EV_BIN_IN, b->count);
 			continue;
 		}
 		size_t want = n - got < UINT32_MAX ? n - got : UINT32_MAX;
@@ -403,8 +416,13 @@ void sm_free_array(void **v, size_t n)
 /* The bin of cls is full: send its older half back to the slabs. */
 void sm_flush(struct tcache *tc, unsigned cls)
 {
+	if (unlikely(tc->trim_gen != __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED))) {
+		sm_trim_self(tc); /* drains this bin too */
+		return;
+	}
 	struct bin *b = &tc->bin[cls];
 	uint32_t n = b->count / 2 ? b->count / 2 : b->count;
+	sm_count(&sm_g.caches[cls], EV_BIN_OUT, n);
 	sm_free_array(b->slots, n);
 	memmove(b->slots, b->slots + n, (b->count - n) * sizeof(void *));
 	b->count -= n;
@@ -449,7 +467,8 @@ void sm_thread_setup(struct tcache *tc)
 	}
 	tc->block = blk;
 	static uint32_t next_id;
-	tc->id = (uint16_t)(__atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED) % 65535 + 1);
+	tc->id = (uint16_t)(__atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED) % 65534 + 1);
+	tc->trim_gen = __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED);
 	for (unsigned i = 0; i < NCLASS; i++) {
 		struct bin *bins[2] = {&tc->bin[i], &tc->rbin[i]};
 		for (int k = 0; k < 2; k++) {
@@ -459,6 +478,12 @@ void sm_thread_setup(struct tcache *tc)
 			/* a debug cache has no bins: its calls all take the slow path */
 			bins[k]->cap = sm_g.caches[i].debug ? 0 : (uint16_t)sm_g.caches[i].cap;
 			bins[k]->key = sm_g.caches[i].size < 64 ? tc->id : 0;
+			if (sm_opt.stats) { /* every free to the counted slow path (KEY_NONE: via
+					     * the rbin, cap 0); malloc's fastpath stays as it is */
+				bins[k]->key = KEY_NONE;
+				if (k == 1)
+					bins[k]->cap = 0;
+			}
 			blk += sm_g.caches[i].cap + 1;
 		}
 	}
@@ -489,6 +514,8 @@ static void unfreeze_active(struct slab *s)
 /* Return a bin's objects, its spill chain and its active slab (unfrozen) to the slabs. */
 void sm_drop(struct bin *b, struct src *src, uint32_t fpoff)
 {
+	if (b->count && b->slots[0])
+		sm_count(slab_of((uintptr_t)b->slots[0])->cache, EV_BIN_OUT, b->count);
 	sm_free_array(b->slots, b->count);
 	b->count = 0;
 	sm_free_chain(src->spill, fpoff);

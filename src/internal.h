@@ -56,6 +56,7 @@ struct slab {
 struct region {
 	uint64_t free_mask;               /* bit i: page i is free (page lock) */
 	uint64_t dirty_mask;              /* free pages not yet purged (page lock) */
+	uint64_t dirty_since;             /* when dirty_mask last became non-zero (page lock) */
 	struct region *next;              /* all regions (page lock) */
 	struct slab *map[REGION_PAGES];   /* page -> the slab covering it, NULL when free */
 	struct slab slabs[REGION_PAGES];  /* descriptor of the slab that starts at page i */
@@ -105,6 +106,7 @@ struct bin {
 };
 
 enum tstate { T_NEW = 0, T_LIVE = 1, T_DEAD = 2 };
+#define KEY_NONE 0xffff /* a bin key no slab owner has (thread ids are 1..65534) */
 
 struct tcache {
 	struct bin bin[NCLASS + 1];   /* fastpath: pop/push here only; bin[NCLASS] stays empty
@@ -123,6 +125,8 @@ struct tcache {
 	struct bin tbin[MAX_TYPED];
 	struct src tsrc[MAX_TYPED];
 	struct tcache *rnext, *rprev;    /* the registry of live thread caches (typed.c) */
+	struct sm_tstats *st;            /* SLUBMALLOC_STATS=1: this thread's event counters */
+	uint64_t trim_gen;               /* the last malloc_trim this thread has drained for */
 };
 
 /* Run-time options (options.c): defaults, then the environment, read once at init. */
@@ -222,6 +226,11 @@ unsigned sm_class_for_align(size_t size, size_t align); /* NCLASS when none fits
 struct slab *sm_pages_alloc(unsigned pages);   /* a descriptor with start/pages set, or NULL */
 void sm_pages_free(struct slab *s);            /* free; purged later, in batches */
 void sm_slabs_census(const struct cache *c, uint64_t *inuse, uint64_t *frozen); /* all slabs */
+size_t sm_pages_purge_all(void);               /* malloc_trim: every dirty page; bytes */
+void sm_region_figures(uint64_t *mapped, uint64_t *dirty);
+void sm_region_walk_locked(void (*fn)(struct slab *head, void *arg), void *arg); /* page lock */
+void sm_region_lock(void);
+void sm_region_unlock(void);
 void sm_region_lock_all(void);
 void sm_region_unlock_all(bool reinit);
 
@@ -254,12 +263,18 @@ void sm_typed_register(struct tcache *tc);    /* a new live thread cache */
 void sm_typed_thread_exit(struct tcache *tc); /* its typed bins back; unregistered */
 void sm_typed_lock_all(void);
 void sm_typed_unlock_all(bool reinit);
+/* Every thread cache (the registry, then the orphans), under the registry lock. */
+void sm_tcache_walk(void (*fn)(struct tcache *tc, void *arg), void *arg);
+bool sm_typed_copy(unsigned id, struct cache *out);  /* typed cache id, if alive */
 
 /* "large.c": allocations above MAX_SMALL, straight from mmap */
 void *sm_large_alloc(size_t size, size_t align, bool zero);
 int sm_large_free(void *p);                   /* 1 freed; 0 not ours; -1 freed already */
 size_t sm_large_usable(const void *p);        /* 0: not one of ours */
 void *sm_large_realloc(void *p, size_t size); /* NULL: could not; copy instead */
+void sm_large_figures(uint64_t *live_n, uint64_t *live_bytes, uint64_t *cached_bytes,
+		      uint64_t *peak_n, uint64_t *peak_bytes);
+size_t sm_large_release_cached(void);         /* malloc_trim: unmap every cached range */
 void sm_large_lock_all(void);
 void sm_large_unlock_all(bool reinit);
 
@@ -300,11 +315,47 @@ void sm_write_num(int fd, uint64_t v, int base);
 SM_NORETURN void sm_fatal(const char *what, const void *p, const char *detail);
 SM_NORETURN void sm_fatal_in(const char *what, const void *p, const struct cache *c);
 
-/* "stats.c" */
-extern uint64_t sm_stat_slabs_made, sm_stat_slabs_freed, sm_stat_large;
+/* "stats.c": event counters, kept per thread (plain increments) only when SLUBMALLOC_STATS=1
+ * and summed when read; each call site is on a slow path. Rows: size classes, then typed ids. */
+enum sm_event {
+	EV_ALLOC_SLOW,      /* malloc found its bin empty and refilled it */
+	EV_REFILL_TAKEALL,  /* a refill took the active slab's whole shared freelist (one cas16) */
+	EV_FREE_FAST,       /* free pushed the object onto the thread's own bin */
+	EV_FREE_REMOTE,     /* free of another thread's sub-line object (rbin), or straight to
+			     * its slab (a thread without a cache, a typed object) */
+	EV_CAS_RETRY,       /* a cas16 on a slab's word failed and was retried */
+	EV_SLAB_NEW,
+	EV_SLAB_FREE,
+	EV_BIN_IN,          /* objects a refill left in a bin (alloc_fastpath is derived) */
+	EV_BIN_OUT,         /* objects taken out of a bin other than by malloc: flush, bulk, exit */
+	NEV
+};
+#define NROWS (NCLASS + MAX_TYPED)
+struct sm_tstats {
+	uint64_t ev[NROWS][NEV];
+};
+static inline unsigned sm_row(const struct cache *c)
+{
+	return c->cls < NCLASS ? c->cls : NCLASS + c->id;
+}
+void sm_count_slow(const struct cache *c, unsigned ev, uint64_t n);
+static inline void sm_count(const struct cache *c, unsigned ev, uint64_t n)
+{
+	if (unlikely(sm_opt.stats))
+		sm_count_slow(c, ev, n);
+}
+void sm_stats_thread_start(struct tcache *tc);
+void sm_stats_thread_exit(struct tcache *tc);  /* after it left the registry */
 void sm_stats_print(int fd);
+extern uint64_t sm_stat_large;                 /* large allocations made (large lock) */
+extern uint64_t sm_trim_gen;                   /* malloc_trim calls so far (trim.c) */
+
+/* "trim.c": giving memory back on request */
+int sm_trim(void);                             /* malloc_trim(0): 1 when memory went back */
+void sm_trim_self(struct tcache *tc);          /* drain tc's caches (its thread, slow path) */
 
 /* "alloc.c" also keeps the orphan cache, used by threads past their exit destructor */
+struct tcache *sm_orphan_tcache(void);    /* for walks; lock it with sm_orphan_lock_all */
 void sm_orphan_lock_all(void);
 void sm_orphan_unlock_all(bool reinit);
 

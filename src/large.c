@@ -33,6 +33,17 @@ static size_t table_cap, table_used;
 static struct lcached cached[LARGE_CACHE_SLOTS];
 static size_t cached_bytes;
 uint64_t sm_stat_large;
+static uint64_t live_n, live_bytes, peak_n, peak_bytes; /* blocks handed out (statistics) */
+
+static void live_add(int64_t n, int64_t bytes)
+{
+	live_n += (uint64_t)n;
+	live_bytes += (uint64_t)bytes;
+	if (live_n > peak_n)
+		peak_n = live_n;
+	if (live_bytes > peak_bytes)
+		peak_bytes = live_bytes;
+}
 
 static size_t slot_of(uintptr_t key)
 {
@@ -221,6 +232,7 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 	}
 	insert_nogrow((struct lentry){.key = base, .base = base, .len = len});
 	sm_stat_large++;
+	live_add(1, (int64_t)len);
 	sm_unlock(&large_lock);
 	if (zero && dirty) {
 		if (len >= LARGE_PURGE_ZERO)
@@ -254,6 +266,7 @@ int sm_large_free(void *p)
 	}
 	struct lcached m = {.base = e->base, .len = e->len, .when = sm_os_now_ns()};
 	erase(e);
+	live_add(-1, -(int64_t)m.len);
 	unsigned nd = expire(drop, false);
 	nd += cache_put(m, drop + nd);
 	sm_unlock(&large_lock);
@@ -289,8 +302,33 @@ void *sm_large_realloc(void *p, size_t size)
 	void *q = sm_os_remap((void *)m.base, m.len, len);
 	sm_lock(&large_lock);
 	insert_nogrow(q ? (struct lentry){(uintptr_t)q, (uintptr_t)q, len} : m);
+	if (q)
+		live_add(0, (int64_t)len - (int64_t)m.len);
 	sm_unlock(&large_lock);
 	return q;
+}
+
+void sm_large_figures(uint64_t *n, uint64_t *bytes, uint64_t *cached, uint64_t *pn,
+		      uint64_t *pbytes)
+{
+	sm_lock(&large_lock);
+	*n = live_n, *bytes = live_bytes, *cached = cached_bytes;
+	*pn = peak_n, *pbytes = peak_bytes;
+	sm_unlock(&large_lock);
+}
+
+/* malloc_trim: every cached range goes back. Returns the bytes unmapped. */
+size_t sm_large_release_cached(void)
+{
+	struct lcached drop[2 * LARGE_CACHE_SLOTS + 1];
+	sm_lock(&large_lock);
+	unsigned nd = expire(drop, true);
+	sm_unlock(&large_lock);
+	size_t bytes = 0;
+	for (unsigned i = 0; i < nd; i++)
+		bytes += drop[i].len;
+	unmap_all(drop, nd);
+	return bytes;
 }
 
 void sm_large_lock_all(void)

@@ -9,7 +9,9 @@
  * cleared first), so address space is returned too. A region is unmapped only when no slab,
  * hence no live object, is in it: only a stale pointer could still lead into it. dirty_mask is
  * a subset of free_mask. Allocation prefers dirty pages. Nothing may assume a slab page reads
- * as zero. */
+ * as zero. Dirty pages are also purged, a region at a time, once the region has had dirty pages
+ * for longer than the purge delay (SLUBMALLOC_PURGE_DELAY_MS), checked when pages are freed;
+ * malloc_trim purges them all (sm_pages_purge_all). */
 #include <errno.h>
 #include <string.h>
 
@@ -19,6 +21,8 @@ static sm_lock_t page_lock;
 static struct region *regions;      /* all regions, newest first */
 static struct region *hint;         /* where the last run was found */
 static size_t dirty_bytes;          /* free but not purged, all regions */
+static uint64_t oldest_dirty;       /* no region has been dirty since before this */
+static uint64_t nregions;           /* regions mapped */
 
 uint64_t sm_region_bits[NREGION_SLOTS / 64]; /* 4 MiB of .bss: pages appear as touched */
 
@@ -28,6 +32,7 @@ static struct region *region_new(void)
 	if (!r)
 		return NULL;
 	sm_os_hugepages(r, REGION_SIZE, sm_opt.thp); /* SLUBMALLOC_THP */
+	nregions++;
 	r->free_mask = ~1ULL; /* page 0 is the header */
 	r->dirty_mask = 0;
 	r->next = regions;
@@ -89,13 +94,20 @@ struct slab *sm_pages_alloc(unsigned pages)
 	return s;
 }
 
-/* Purge whole dirty runs until at most `target` dirty bytes remain (page lock held). */
-static void purge_to(size_t target)
+/* Purge whole dirty runs until at most `target` dirty bytes remain, in regions dirty since
+ * `before` or earlier (page lock held). Returns the bytes purged. */
+static size_t purge_to(size_t target, uint64_t before)
 {
 	struct region **link = &regions;
+	size_t purged = 0;
 	while (*link && dirty_bytes > target) {
 		struct region *r = *link;
 		uint64_t m = r->dirty_mask;
+		if (!m || r->dirty_since > before) {
+			link = &r->next;
+			continue;
+		}
+		purged += (size_t)__builtin_popcountll(m) << SPAGE_SHIFT;
 		dirty_bytes -= (size_t)__builtin_popcountll(m) << SPAGE_SHIFT;
 		r->dirty_mask = 0;
 		if (r->free_mask == ~1ULL) { /* nothing left in it: the address space goes back too */
@@ -105,6 +117,7 @@ static void purge_to(size_t target)
 			uintptr_t i = (uintptr_t)r >> REGION_SHIFT;
 			__atomic_fetch_and(&sm_region_bits[i >> 6], ~(1ULL << (i & 63)), __ATOMIC_RELEASE);
 			sm_os_unmap(r, REGION_SIZE);
+			nregions--;
 			continue;
 		}
 		while (m) {
@@ -115,6 +128,55 @@ static void purge_to(size_t target)
 		}
 		link = &r->next;
 	}
+	return purged;
+}
+
+/* The regions dirty for longer than the purge delay (page lock held). */
+static void purge_old(void)
+{
+	uint64_t now = sm_os_now_ns();
+	if (now - oldest_dirty < sm_opt.purge_delay_ns)
+		return;
+	purge_to(0, now - sm_opt.purge_delay_ns);
+	oldest_dirty = now;
+	for (struct region *r = regions; r; r = r->next)
+		if (r->dirty_mask && r->dirty_since < oldest_dirty)
+			oldest_dirty = r->dirty_since;
+}
+
+size_t sm_pages_purge_all(void)
+{
+	sm_lock(&page_lock);
+	size_t n = purge_to(0, UINT64_MAX);
+	sm_unlock(&page_lock);
+	return n;
+}
+
+void sm_region_figures(uint64_t *mapped, uint64_t *dirty)
+{
+	sm_lock(&page_lock);
+	*mapped = nregions * REGION_SIZE;
+	*dirty = dirty_bytes;
+	sm_unlock(&page_lock);
+}
+
+void sm_region_lock(void)
+{
+	sm_lock(&page_lock);
+}
+
+void sm_region_unlock(void)
+{
+	sm_unlock(&page_lock);
+}
+
+/* fn(head) for every slab (page lock held by the caller). */
+void sm_region_walk_locked(void (*fn)(struct slab *head, void *arg), void *arg)
+{
+	for (struct region *r = regions; r; r = r->next)
+		for (unsigned i = 1; i < REGION_PAGES; i++)
+			if (r->map[i] == &r->slabs[i])
+				fn(&r->slabs[i], arg);
 }
 
 void sm_pages_free(struct slab *s)
@@ -129,10 +191,16 @@ void sm_pages_free(struct slab *s)
 		s[i].objects = 0; /* frees into these pages now fail the object check */
 	}
 	r->free_mask |= bits;
+	if (!r->dirty_mask) {
+		r->dirty_since = sm_os_now_ns();
+		if (!dirty_bytes)
+			oldest_dirty = r->dirty_since;
+	}
 	r->dirty_mask |= bits;
 	dirty_bytes += (size_t)pages << SPAGE_SHIFT;
 	if (dirty_bytes > DIRTY_MAX)
-		purge_to(DIRTY_MAX / 2);
+		purge_to(DIRTY_MAX / 2, UINT64_MAX);
+	purge_old();
 	sm_unlock(&page_lock);
 }
 

@@ -66,7 +66,7 @@ struct slab *sm_slab_new(struct cache *c)
 	if (c->debug)
 		sm_debug_slab_init(s);
 	__atomic_fetch_add(&c->nr_slabs, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&sm_stat_slabs_made, 1, __ATOMIC_RELAXED);
+	sm_count(c, EV_SLAB_NEW, 1);
 	return s;
 }
 

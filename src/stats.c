@@ -1,33 +1,324 @@
-/* stats.c: counters bumped on slow paths (relaxed atomics) and their printing with write(2).
- * SLUBMALLOC_STATS=1 prints the summary at exit (preload/init.c). */
+/* stats.c: statistics, SLUB's CONFIG_SLUB_STATS idea in user space. Event counters are kept per
+ * thread, with plain increments, only when SLUBMALLOC_STATS=1 (struct sm_tstats, mapped at
+ * thread start), and summed only when read; a thread that exits adds its counters to the
+ * global ones (atomics) first. Every counting site is on a slow path: with the option set, the
+ * bins' keys make every free take the slow path (cache.c, sm_thread_setup), where it is
+ * counted; malloc's fastpath is never changed, and its count is derived exactly from the bins'
+ * flows: popped = left in by refills + pushed by frees - taken out otherwise - still there.
+ * The figures of slabs and objects are read from the slabs' own words and the thread caches'
+ * lengths (a census), so they need no counting at all and are right with the option unset.
+ * Everything here writes with write(2) and reads /proc with read(2): nothing allocates.
+ * Invariants: a live thread's counters are written by it alone; readers hold the registry
+ * lock, so a thread's counters cannot go away under them (it leaves the registry first). */
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "slubmalloc.h"
+
 #include "internal.h"
 
-uint64_t sm_stat_slabs_made, sm_stat_slabs_freed;
+static uint64_t dead_ev[NROWS][NEV]; /* threads that exited, and threads without counters */
+uint64_t sm_trim_gen;
 
-void sm_stats_print(int fd)
+void sm_count_slow(const struct cache *c, unsigned ev, uint64_t n)
 {
-	sm_write(fd, "slubmalloc: stats: slabs made ");
-	sm_write_num(fd, __atomic_load_n(&sm_stat_slabs_made, __ATOMIC_RELAXED), 10);
-	sm_write(fd, ", freed ");
-	sm_write_num(fd, __atomic_load_n(&sm_stat_slabs_freed, __ATOMIC_RELAXED), 10);
-	sm_write(fd, ", large allocations ");
-	sm_write_num(fd, __atomic_load_n(&sm_stat_large, __ATOMIC_RELAXED), 10);
-	sm_write(fd, "\n");
+	unsigned row = sm_row(c);
+	struct sm_tstats *st = sm_tc.st;
+	if (st) /* this thread's own: a plain add, read by others with relaxed loads */
+		__atomic_store_n(&st->ev[row][ev], st->ev[row][ev] + n, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&dead_ev[row][ev], n, __ATOMIC_RELAXED);
+}
+
+void sm_stats_thread_start(struct tcache *tc)
+{
+	if (sm_opt.stats && !tc->st)
+		tc->st = sm_os_map(sizeof *tc->st); /* NULL: this thread counts into dead_ev */
+}
+
+void sm_stats_thread_exit(struct tcache *tc)
+{
+	struct sm_tstats *st = tc->st;
+	if (!st)
+		return;
+	tc->st = NULL;
+	for (unsigned r = 0; r < NROWS; r++)
+		for (unsigned e = 0; e < NEV; e++)
+			if (st->ev[r][e])
+				__atomic_fetch_add(&dead_ev[r][e], st->ev[r][e], __ATOMIC_RELAXED);
+	sm_os_unmap(st, sizeof *st);
+}
+
+/* ---- the census ---- */
+struct census {
+	uint64_t inuse[NROWS];   /* objects not on a slab's shared freelist (word counters) */
+	uint64_t slabs[NROWS];
+	uint64_t empty[NROWS];   /* unfrozen slabs with no object in use */
+	uint64_t held[NROWS];    /* of inuse: objects sitting in thread caches, or untouched */
+	uint64_t binlive[NROWS]; /* of held: objects in the size classes' bins */
+	uint64_t ev[NROWS][NEV];
+};
+
+static uint64_t untouched(const struct slab *s)
+{
+	return s ? s->objects - s->carved : 0;
+}
+
+static void census_slab(struct slab *s, void *arg)
+{
+	struct census *k = arg;
+	unsigned row = sm_row(s->cache);
+	uint64_t hi = __atomic_load_n(&s->word.hi, __ATOMIC_RELAXED);
+	k->inuse[row] += SLAB_INUSE(hi);
+	k->slabs[row]++;
+	k->empty[row] += !(hi & SLAB_FROZEN) && SLAB_INUSE(hi) == 0;
+}
+
+static void census_tcache(struct tcache *tc, void *arg)
+{
+	struct census *k = arg;
+	sm_region_lock(); /* active slabs stay mapped while we read them */
+	for (unsigned i = 0; i < NCLASS; i++) {
+		uint32_t n = __atomic_load_n(&tc->bin[i].count, __ATOMIC_RELAXED);
+		k->binlive[i] += n;
+		k->held[i] += n + __atomic_load_n(&tc->rbin[i].count, __ATOMIC_RELAXED) +
+			      __atomic_load_n(&tc->src[i].nspill, __ATOMIC_RELAXED) +
+			      untouched(__atomic_load_n(&tc->src[i].active, __ATOMIC_RELAXED));
+	}
+	for (unsigned id = 0; id < MAX_TYPED; id++)
+		if (__atomic_load_n(&tc->tfor[id], __ATOMIC_RELAXED))
+			k->held[NCLASS + id] +=
+				__atomic_load_n(&tc->tbin[id].count, __ATOMIC_RELAXED) +
+				__atomic_load_n(&tc->tsrc[id].nspill, __ATOMIC_RELAXED) +
+				untouched(__atomic_load_n(&tc->tsrc[id].active, __ATOMIC_RELAXED));
+	sm_region_unlock();
+	struct sm_tstats *st = tc->st;
+	if (st)
+		for (unsigned r = 0; r < NROWS; r++)
+			for (unsigned e = 0; e < NEV; e++)
+				k->ev[r][e] += __atomic_load_n(&st->ev[r][e], __ATOMIC_RELAXED);
+}
+
+static void census_take(struct census *k)
+{
+	memset(k, 0, sizeof *k);
+	sm_orphan_lock_all();
+	census_tcache(sm_orphan_tcache(), k);
+	sm_tcache_walk(census_tcache, k);
+	sm_orphan_unlock_all(false);
 	for (unsigned i = 0; i < NCLASS; i++) {
 		struct cache *c = &sm_g.caches[i];
-		uint64_t n = __atomic_load_n(&c->nr_slabs, __ATOMIC_RELAXED);
-		if (!n)
+		if (!c->debug)
 			continue;
-		sm_write(fd, "slubmalloc:   ");
-		sm_write(fd, c->name);
-		sm_write(fd, " slabs ");
-		sm_write_num(fd, n, 10);
-		sm_write(fd, " partial ");
-		sm_write_num(fd, c->nr_partial, 10);
-		sm_write(fd, " objsize ");
-		sm_write_num(fd, c->size, 10);
-		sm_write(fd, " objperslab ");
-		sm_write_num(fd, c->objects, 10);
+		sm_lock(&c->dlock);
+		sm_region_lock();
+		k->held[i] += c->dsrc.nspill + untouched(c->dsrc.active);
+		sm_region_unlock();
+		sm_unlock(&c->dlock);
+	}
+	sm_region_lock();
+	sm_region_walk_locked(census_slab, k);
+	sm_region_unlock();
+	for (unsigned r = 0; r < NROWS; r++)
+		for (unsigned e = 0; e < NEV; e++)
+			k->ev[r][e] += __atomic_load_n(&dead_ev[r][e], __ATOMIC_RELAXED);
+}
+
+static uint64_t sat_sub(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+/* One cache's row of the census (the census is consistent when the other threads are quiet). */
+static void row_of(const struct census *k, unsigned r, const struct cache *c,
+		   struct slub_cache_stats *o)
+{
+	memset(o, 0, sizeof *o);
+	memcpy(o->name, c->name, sizeof o->name);
+	o->name[sizeof o->name - 1] = 0;
+	o->active_objs = sat_sub(k->inuse[r], k->held[r]);
+	o->num_objs = k->slabs[r] * c->objects;
+	o->objsize = c->debug ? c->osize : c->size;
+	o->objperslab = c->objects;
+	o->pagesperslab = (size_t)c->pages * (SPAGE_SIZE / PAGE_SIZE_OS);
+	o->num_slabs = k->slabs[r];
+	o->active_slabs = sat_sub(k->slabs[r], k->empty[r]);
+	const uint64_t *ev = k->ev[r];
+	if (r < NCLASS) /* typed caches' own fastpaths are not counted */
+		o->alloc_fastpath = sat_sub(ev[EV_BIN_IN] + ev[EV_FREE_FAST],
+					    ev[EV_BIN_OUT] + k->binlive[r]);
+	o->alloc_slowpath = ev[EV_ALLOC_SLOW];
+	o->refill_takeall = ev[EV_REFILL_TAKEALL];
+	o->free_fastpath = ev[EV_FREE_FAST];
+	o->free_remote = ev[EV_FREE_REMOTE];
+	o->cmpxchg_retry = ev[EV_CAS_RETRY];
+	o->slabs_allocated = ev[EV_SLAB_NEW];
+	o->slabs_freed = ev[EV_SLAB_FREE];
+}
+
+static uint64_t rss_bytes(void)
+{
+	char buf[128];
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *p = buf;
+	while (*p && *p != ' ')
+		p++;
+	uint64_t pages = 0;
+	for (p++; *p >= '0' && *p <= '9'; p++)
+		pages = pages * 10 + (uint64_t)(*p - '0');
+	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static bool row_used(const struct census *k, unsigned r)
+{
+	if (k->slabs[r])
+		return true;
+	for (unsigned e = 0; e < NEV; e++)
+		if (k->ev[r][e])
+			return true;
+	return false;
+}
+
+/* The census behind slub_stats_get and the printed table: the totals, and up to max rows. */
+static size_t collect(struct census *k, struct slub_stats *t, struct slub_cache_stats *rows,
+		      size_t max)
+{
+	if (!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE))
+		sm_init();
+	census_take(k);
+	memset(t, 0, sizeof *t);
+	t->events_counted = sm_opt.stats;
+	size_t n = 0;
+	for (unsigned r = 0; r < NROWS; r++) {
+		struct cache copy;
+		const struct cache *c = &copy;
+		if (r < NCLASS)
+			c = &sm_g.caches[r];
+		else if (!sm_typed_copy(r - NCLASS, &copy))
+			continue;
+		if (!row_used(k, r))
+			continue;
+		struct slub_cache_stats o;
+		row_of(k, r, c, &o);
+		t->small_bytes_in_use += o.active_objs * o.objsize;
+		if (n < max && rows)
+			rows[n] = o;
+		n++;
+	}
+	t->ncaches = n;
+	uint64_t mapped, dirty, cached, pn, pb;
+	sm_region_figures(&mapped, &dirty);
+	sm_large_figures(&t->large_count, &t->large_bytes, &cached, &pn, &pb);
+	t->large_peak_count = pn;
+	t->large_peak_bytes = pb;
+	t->large_allocations = __atomic_load_n(&sm_stat_large, __ATOMIC_RELAXED);
+	t->slab_bytes_mapped = mapped;
+	t->bytes_in_use = t->small_bytes_in_use + t->large_bytes;
+	t->bytes_mapped = mapped + t->large_bytes + cached;
+	t->bytes_resident = rss_bytes();
+	return n < max ? n : max;
+}
+
+SM_EXPORT size_t slub_stats_get(struct slub_stats *totals, struct slub_cache_stats *caches,
+				size_t max)
+{
+	static struct census k; /* big: not on the caller's stack; guarded by census_lock */
+	static sm_lock_t census_lock;
+	struct slub_stats t;
+	sm_lock(&census_lock);
+	size_t n = collect(&k, &t, caches, caches ? max : 0);
+	sm_unlock(&census_lock);
+	if (totals)
+		*totals = t;
+	return n;
+}
+
+/* ---- printing ---- */
+static void put_num(int fd, uint64_t v, int width)
+{
+	char buf[24];
+	int i = sizeof buf - 1;
+	buf[i] = 0;
+	do
+		buf[--i] = (char)('0' + v % 10);
+	while ((v /= 10) && i > 0);
+	for (int pad = width - (int)(sizeof buf - 1 - (size_t)i); pad > 0; pad--)
+		sm_write(fd, " ");
+	sm_write(fd, buf + i);
+}
+
+static void put_name(int fd, const char *name, int width)
+{
+	sm_write(fd, name);
+	for (int pad = width - (int)strlen(name); pad > 0; pad--)
+		sm_write(fd, " ");
+}
+
+/* "name   value   (meaning)" */
+static void put_total(int fd, const char *name, uint64_t v, const char *meaning)
+{
+	put_name(fd, name, 20);
+	put_num(fd, v, 16);
+	sm_write(fd, "  (");
+	sm_write(fd, meaning);
+	sm_write(fd, ")\n");
+}
+
+/* The /proc/slabinfo 2.1 table, then the event counters, then the totals. */
+void sm_stats_print(int fd)
+{
+	static struct slub_cache_stats rows[NROWS];
+	static sm_lock_t print_lock;
+	struct slub_stats t;
+	sm_lock(&print_lock);
+	size_t n = slub_stats_get(&t, rows, NROWS);
+	sm_write(fd, "slubmalloc: stats of pid ");
+	put_num(fd, (uint64_t)getpid(), 0);
+	sm_write(fd, "\nslabinfo - version: 2.1\n# name            <active_objs> <num_objs> <objsize> "
+		 "<objperslab> <pagesperslab> : slabdata <active_slabs> <num_slabs>\n");
+	for (size_t i = 0; i < n; i++) {
+		const struct slub_cache_stats *o = &rows[i];
+		put_name(fd, o->name, 17);
+		put_num(fd, o->active_objs, 14);
+		put_num(fd, o->num_objs, 11);
+		put_num(fd, o->objsize, 10);
+		put_num(fd, o->objperslab, 13);
+		put_num(fd, o->pagesperslab, 15);
+		sm_write(fd, " : slabdata ");
+		put_num(fd, o->active_slabs, 14);
+		put_num(fd, o->num_slabs, 11);
 		sm_write(fd, "\n");
 	}
+	sm_write(fd, t.events_counted ? "# events\n" : "# events (not counted: SLUBMALLOC_STATS=1)\n");
+	sm_write(fd, "# name            alloc_fastpath alloc_slowpath refill_takeall free_fastpath "
+		 "free_remote cmpxchg_retry slabs_allocated slabs_freed\n");
+	for (size_t i = 0; i < n; i++) {
+		const struct slub_cache_stats *o = &rows[i];
+		put_name(fd, o->name, 17);
+		put_num(fd, o->alloc_fastpath, 15);
+		put_num(fd, o->alloc_slowpath, 15);
+		put_num(fd, o->refill_takeall, 15);
+		put_num(fd, o->free_fastpath, 14);
+		put_num(fd, o->free_remote, 12);
+		put_num(fd, o->cmpxchg_retry, 14);
+		put_num(fd, o->slabs_allocated, 16);
+		put_num(fd, o->slabs_freed, 12);
+		sm_write(fd, "\n");
+	}
+	sm_write(fd, "# totals\n");
+	put_total(fd, "bytes_in_use", t.bytes_in_use, "objects at their class size, large blocks");
+	put_total(fd, "bytes_mapped", t.bytes_mapped, "slab regions, large blocks, cached ranges");
+	put_total(fd, "bytes_resident", t.bytes_resident, "RSS of the process");
+	put_total(fd, "large_alive", t.large_count, "large blocks in use");
+	put_total(fd, "large_bytes", t.large_bytes, "their bytes");
+	put_total(fd, "large_allocations", t.large_allocations, "large blocks allocated so far");
+	sm_unlock(&print_lock);
 }

@@ -384,6 +384,27 @@ SM_EXPORT void slub_cache_destroy(struct slub_cache *sc)
 		sm_typed_gone(c);
 }
 
+void sm_tcache_walk(void (*fn)(struct tcache *tc, void *arg), void *arg)
+{
+	sm_lock(&orphan_lock);
+	sm_lock(&registry_lock);
+	for (struct tcache *tc = registry; tc; tc = tc->rnext)
+		fn(tc, arg);
+	fn(&orphan, arg);
+	sm_unlock(&registry_lock);
+	sm_unlock(&orphan_lock);
+}
+
+bool sm_typed_copy(unsigned id, struct cache *out)
+{
+	sm_lock(&typed_lock);
+	struct cache *c = id < MAX_TYPED ? table[id] : NULL;
+	if (c)
+		*out = *c;
+	sm_unlock(&typed_lock);
+	return c != NULL;
+}
+
 void sm_typed_lock_all(void)
 {
 	sm_lock(&orphan_lock);

@@ -1,0 +1,41 @@
+/* trim.c: giving memory back on request (malloc_trim). The calling thread drains its own
+ * caches at once; every other thread drains its own at its next slow path (refill or flush),
+ * told by sm_trim_gen moving on: a thread cache is written by its thread alone, so no thread
+ * empties another's. Then every cache frees its empty slabs (the min_partial reserve too),
+ * every dirty slab page is purged, and every cached large range is unmapped.
+ * Invariant: sm_trim_gen only grows; a thread's trim_gen is the last value it drained for. */
+#include "internal.h"
+
+/* tc's bins, other threads' objects, spill chains and active slabs back to the slabs. */
+void sm_trim_self(struct tcache *tc)
+{
+	tc->trim_gen = __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED);
+	if (tc->state != T_LIVE)
+		return;
+	for (unsigned i = 0; i < NCLASS; i++) {
+		sm_free_array(tc->rbin[i].slots, tc->rbin[i].count);
+		tc->rbin[i].count = 0;
+		sm_drop(&tc->bin[i], &tc->src[i], 0);
+	}
+}
+
+int sm_trim(void)
+{
+	if (!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE))
+		return 0;
+	__atomic_fetch_add(&sm_trim_gen, 1, __ATOMIC_RELAXED);
+	sm_trim_self(&sm_tc);
+	for (unsigned i = 0; i < NCLASS; i++) {
+		struct cache *c = &sm_g.caches[i];
+		if (c->debug) { /* its own source goes back too */
+			sm_lock(&c->dlock);
+			struct bin none = {.slots = NULL, .count = 0};
+			sm_drop(&none, &c->dsrc, c->fpoff);
+			sm_unlock(&c->dlock);
+		}
+		sm_cache_shrink(c);
+	}
+	size_t released = sm_pages_purge_all();
+	released += sm_large_release_cached();
+	return released > 0;
+}
