@@ -252,14 +252,26 @@ static struct slab *freeze_partial(struct cache *c, void **head, uint32_t *n)
 	return s;
 }
 
-/* Move up to n objects of a spill chain (objects of c) to out[]; returns how many. */
+/* A free pointer read from obj (of slab s) must be NULL or an object of s: anything else is a
+ * corrupted link (a write after free), reported before it is followed. */
+static inline void *checked_next(struct slab *s, void *obj, uint32_t fpoff)
+{
+	void *next = fp_get(obj, fpoff);
+	if (unlikely(next && ((uintptr_t)next - (uintptr_t)s->start >= (uintptr_t)s->objects * s->size ||
+			      slab_index(s, (uintptr_t)next) == UINT32_MAX)))
+		sm_fatal_in("corrupted freelist link (written after free?)", obj, s->cache);
+	return next;
+}
+
+/* Move up to n objects of a spill chain (objects of the active slab) to out[]; returns how
+ * many. */
 static uint32_t take_spill(struct cache *c, struct src *src, void **out, uint32_t n)
 {
 	void *o = src->spill;
 	uint32_t k = 0;
 	for (; o && k < n; k++) {
 		out[k] = o;
-		o = fp_get(o, c->fpoff);
+		o = checked_next(src->active, o, c->fpoff);
 	}
 	src->spill = o;
 	src->nspill -= k;
@@ -397,7 +409,7 @@ void sm_free_chain(void *o, uint32_t fpoff)
 {
 	struct detached d = {.ng = 0};
 	while (o) {
-		void *next = fp_get(o, fpoff);
+		void *next = checked_next(slab_of((uintptr_t)o), o, fpoff);
 		detached_add(&d, o);
 		o = next;
 	}

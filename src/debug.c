@@ -223,6 +223,8 @@ static struct dmeta *live_meta(struct slab *s, void *p, const char *call)
 		return m;
 	if (m->state == (DSTATE_FREE ^ (uintptr_t)m))
 		report_free(c, slot, "double free", "");
+	if (c->debug & DBG_Z) /* an overflow long enough to reach the state: say so */
+		check_redzones(c, slot, c->osize);
 	report_free(c, slot, call, "(never handed out, or its debug state was overwritten)");
 }
 

@@ -123,6 +123,9 @@ else
     report_fail real_programs "preload library build/preload/libslubmalloc.so is missing"
 fi
 
+# bad inputs: each case under the preloaded library, judged by its signal and message
+run_test bad_input 0 bash tests/bad/run_bad.sh "$lib" build
+
 # ---------- unit tests (linked with the engine, no preload) ----------
 if [ -d build/tests ]; then
     while IFS= read -r u; do

@@ -1,0 +1,375 @@
+/* unit_stats: statistics, options and giving memory back (slubmalloc.h, malloc.h), linked with
+ * libslubmalloc as users do. Checks: the census's active objects equal exactly what this
+ * program holds (size classes, a typed cache, large blocks); the event counters add up to the
+ * program's calls (SLUBMALLOC_STATS=1, in a re-executed child); the table printed at exit
+ * (SLUBMALLOC_STATS_FILE) has the slabinfo 2.1 header and the right row; options parse (good,
+ * bad and empty values: one warning line each, the default kept); malloc_trim gives resident
+ * memory back and says so; mallinfo2 agrees with slub_stats_get; mallopt and malloc_info
+ * behave as glibc's. Each case runs in a child of its own (run_cases). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "slubmalloc.h"
+#include "api_util.h"
+
+static char self[4096];
+
+/* The row of cache `name` (zeros if it has none). */
+static struct slub_cache_stats row(const char *name)
+{
+	static struct slub_cache_stats rows[256];
+	size_t n = slub_stats_get(NULL, rows, 256);
+	struct slub_cache_stats r = {.name = ""};
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(rows[i].name, name))
+			r = rows[i];
+	return r;
+}
+
+static void census_matches_live(void)
+{
+	enum { N80 = 5000, N2K = 700, NT = 900 };
+	static void *a[N80], *b[N2K], *t[NT];
+	struct slub_cache *tc = slub_cache_create("unit_stats_obj", 200, 0, 0, NULL);
+	CHECK(tc, "slub_cache_create");
+	size_t base80 = row("kmalloc-80").active_objs, base2k = row("kmalloc-2048").active_objs;
+	struct slub_stats t0;
+	slub_stats_get(&t0, NULL, 0);
+	for (int i = 0; i < N80; i++)
+		CHECK(a[i] = malloc(72), "malloc");
+	for (int i = 0; i < N2K; i++)
+		CHECK(b[i] = malloc(2000), "malloc");
+	for (int i = 0; i < NT; i++)
+		CHECK(t[i] = slub_cache_alloc(tc), "slub_cache_alloc");
+	void *big1 = malloc(1 << 20), *big2 = malloc(3 << 20);
+	CHECK(big1 && big2, "large malloc");
+	struct slub_stats t1;
+	slub_stats_get(&t1, NULL, 0);
+	CHECK(row("kmalloc-80").active_objs == base80 + N80, "kmalloc-80: %zu active, want %zu",
+	      row("kmalloc-80").active_objs, base80 + N80);
+	CHECK(row("kmalloc-2048").active_objs == base2k + N2K, "kmalloc-2048: %zu, want %zu",
+	      row("kmalloc-2048").active_objs, base2k + N2K);
+	struct slub_cache_stats tr = row("unit_stats_obj");
+	CHECK(tr.active_objs == NT, "typed cache: %zu active, want %d", tr.active_objs, NT);
+	CHECK(tr.objsize >= 200 && tr.num_objs >= NT && tr.num_slabs >= 1, "typed row");
+	CHECK(t1.large_count == t0.large_count + 2, "large blocks %zu -> %zu", t0.large_count,
+	      t1.large_count);
+	CHECK(t1.large_bytes >= t0.large_bytes + (4 << 20), "large bytes");
+	CHECK(t1.small_bytes_in_use >= t0.small_bytes_in_use + N80 * 80 + N2K * 2048,
+	      "small bytes in use %zu -> %zu", t0.small_bytes_in_use, t1.small_bytes_in_use);
+	CHECK(t1.bytes_in_use == t1.small_bytes_in_use + t1.large_bytes, "bytes_in_use total");
+	CHECK(t1.bytes_mapped >= t1.bytes_in_use && t1.bytes_resident > 0, "mapped/resident");
+	/* the sum of the rows is the total */
+	static struct slub_cache_stats rows[256];
+	size_t n = slub_stats_get(NULL, rows, 256), sum = 0;
+	for (size_t i = 0; i < n; i++) {
+		CHECK(rows[i].active_objs <= rows[i].num_objs, "%s: active > num", rows[i].name);
+		CHECK(rows[i].active_slabs <= rows[i].num_slabs, "%s: slabs", rows[i].name);
+		sum += rows[i].active_objs * rows[i].objsize;
+	}
+	CHECK(sum == t1.small_bytes_in_use, "rows sum %zu != total %zu", sum, t1.small_bytes_in_use);
+	/* free half, in another order than allocated */
+	for (int i = 0; i < N80; i += 2)
+		free(a[i]);
+	for (int i = 0; i < NT; i += 3)
+		slub_cache_free(tc, t[i]);
+	free(big1);
+	CHECK(row("kmalloc-80").active_objs == base80 + N80 / 2, "kmalloc-80 after free: %zu",
+	      row("kmalloc-80").active_objs);
+	CHECK(row("unit_stats_obj").active_objs == NT - (NT + 2) / 3, "typed after free: %zu",
+	      row("unit_stats_obj").active_objs);
+	struct slub_stats t2;
+	slub_stats_get(&t2, NULL, 0);
+	CHECK(t2.large_count == t0.large_count + 1, "large after free");
+}
+
+/* Runs this program again with `arg` and the extra environment; returns its stderr. */
+static char *rerun(const char *arg, char *const *env_extra, int *status)
+{
+	int pfd[2];
+	CHECK(pipe(pfd) == 0, "pipe");
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		dup2(pfd[1], 2);
+		close(pfd[0]);
+		for (char *const *e = env_extra; *e; e++)
+			putenv(*e);
+		execl(self, self, arg, (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	char *err = read_all(pfd[0]);
+	close(pfd[0]);
+	CHECK(waitpid(pid, status, 0) == pid, "waitpid");
+	return err;
+}
+
+static unsigned count_lines(const char *s, const char *needle)
+{
+	unsigned n = 0;
+	for (const char *p = s; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/* child: with SLUBMALLOC_STATS=1, the counters add up to this program's calls */
+static int child_events(void)
+{
+	enum { N = 3000 };
+	static void *v[N];
+	struct slub_cache_stats r0 = row("kmalloc-2048");
+	for (int i = 0; i < N; i++)
+		if (!(v[i] = malloc(2000)))
+			return 2;
+	struct slub_cache_stats r1 = row("kmalloc-2048");
+	for (int i = 0; i < N; i++)
+		free(v[i]);
+	struct slub_cache_stats r2 = row("kmalloc-2048");
+	struct slub_stats t;
+	slub_stats_get(&t, NULL, 0);
+	uint64_t allocs = (r1.alloc_fastpath + r1.alloc_slowpath) -
+			  (r0.alloc_fastpath + r0.alloc_slowpath);
+	uint64_t frees = (r2.free_fastpath + r2.free_remote) - (r1.free_fastpath + r1.free_remote);
+	fprintf(stderr, "events: counted %d allocs %llu (slow %llu) frees %llu slabs +%llu\n",
+		t.events_counted, (unsigned long long)allocs,
+		(unsigned long long)(r1.alloc_slowpath - r0.alloc_slowpath),
+		(unsigned long long)frees,
+		(unsigned long long)(r1.slabs_allocated - r0.slabs_allocated));
+	if (!t.events_counted || allocs != N || frees != N || r1.alloc_slowpath == r0.alloc_slowpath ||
+	    r1.slabs_allocated - r0.slabs_allocated < N / 32)
+		return 1;
+	return 0;
+}
+
+static void events_counted(void)
+{
+	char *env[] = {"SLUBMALLOC_STATS=1", "SLUBMALLOC_STATS_FILE=/dev/null", NULL};
+	int st;
+	char *err = rerun("child_events", env, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %d, stderr: %s", st, err);
+	free(err);
+	/* unset: nothing counted */
+	struct slub_stats t;
+	slub_stats_get(&t, NULL, 0);
+	CHECK(!t.events_counted && row("kmalloc-2048").free_fastpath == 0,
+	      "events counted without SLUBMALLOC_STATS");
+}
+
+/* child: leaves 777 objects of kmalloc-2048 allocated at exit */
+static int child_leave(void)
+{
+	for (int i = 0; i < 777; i++)
+		if (!malloc(2000))
+			return 2;
+	return 0;
+}
+
+static void table_at_exit(void)
+{
+	char path[] = "/tmp/unit_stats_file.XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0, "mkstemp");
+	static char envfile[64 + sizeof path];
+	snprintf(envfile, sizeof envfile, "SLUBMALLOC_STATS_FILE=%s", path);
+	char *env[] = {"SLUBMALLOC_STATS=1", envfile, NULL};
+	int st;
+	char *err = rerun("child_leave", env, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d: %s", st, err);
+	CHECK(!strstr(err, "slabinfo"), "the table went to stderr, not the file: %s", err);
+	char *s = read_all(fd);
+	close(fd);
+	unlink(path);
+	CHECK(strstr(s, "\nslabinfo - version: 2.1\n# name            <active_objs> <num_objs> "
+			"<objsize> <objperslab> <pagesperslab> : slabdata <active_slabs> "
+			"<num_slabs>\n"), "no slabinfo 2.1 header in: %.400s", s);
+	const char *r = strstr(s, "\nkmalloc-2048 ");
+	CHECK(r, "no kmalloc-2048 row");
+	unsigned long active, num, objsize, perslab, pages, aslabs, nslabs;
+	CHECK(sscanf(r + 1, "kmalloc-2048 %lu %lu %lu %lu %lu : slabdata %lu %lu", &active, &num,
+		     &objsize, &perslab, &pages, &aslabs, &nslabs) == 7, "row: %.120s", r + 1);
+	CHECK(active >= 777 && active < 777 + 16 && objsize == 2048 && num >= active &&
+	      nslabs * perslab == num && aslabs <= nslabs,
+	      "row figures: active %lu num %lu size %lu", active, num, objsize);
+	CHECK(strstr(s, "alloc_fastpath alloc_slowpath refill_takeall free_fastpath free_remote "
+			"cmpxchg_retry slabs_allocated slabs_freed"), "no event header");
+	CHECK(strstr(s, "\nbytes_in_use ") && strstr(s, "\nbytes_mapped ") &&
+	      strstr(s, "\nbytes_resident ") && strstr(s, "\nlarge_allocations "), "no totals");
+	free(s);
+	free(err);
+}
+
+static void options_parse(void)
+{
+	static const struct {
+		const char *env;   /* the variable=value */
+		const char *warn;  /* expected warning (NULL: none) */
+		const char *shown; /* expected in SLUBMALLOC_VERBOSE=1 output */
+	} cases[] = {
+		{"SLUBMALLOC_MIN_PARTIAL=5", NULL, "SLUBMALLOC_MIN_PARTIAL=5 "},
+		{"SLUBMALLOC_MIN_PARTIAL=abc", "SLUBMALLOC_MIN_PARTIAL=\"abc\"", "SLUBMALLOC_MIN_PARTIAL=2 "},
+		{"SLUBMALLOC_MIN_PARTIAL=", "SLUBMALLOC_MIN_PARTIAL=\"\"", "SLUBMALLOC_MIN_PARTIAL=2 "},
+		{"SLUBMALLOC_MIN_PARTIAL=99999999999999999999999", "SLUBMALLOC_MIN_PARTIAL=", "SLUBMALLOC_MIN_PARTIAL=2 "},
+		{"SLUBMALLOC_PURGE_DELAY_MS=0", NULL, "SLUBMALLOC_PURGE_DELAY_MS=0 "},
+		{"SLUBMALLOC_PURGE_DELAY_MS=-5", "SLUBMALLOC_PURGE_DELAY_MS=\"-5\"", "SLUBMALLOC_PURGE_DELAY_MS=1000 "},
+		{"SLUBMALLOC_STATS=2", "SLUBMALLOC_STATS=\"2\"", "SLUBMALLOC_STATS=0 "},
+		{"SLUBMALLOC_THP=1", NULL, "SLUBMALLOC_THP=1 "},
+		{"SLUBMALLOC_THP=yes", "SLUBMALLOC_THP=\"yes\"", "SLUBMALLOC_THP=0 "},
+		{"SLUBMALLOC_DEBUG=FZ,kmalloc-64", NULL, "SLUBMALLOC_DEBUG=FZ,kmalloc-64 "},
+		{"SLUBMALLOC_DEBUG=", NULL, "SLUBMALLOC_DEBUG=FZPU "},
+		{"SLUBMALLOC_DEBUG=XQ", "SLUBMALLOC_DEBUG=\"XQ\"", "SLUBMALLOC_DEBUG=- "},
+		{"SLUBMALLOC_STATS_FILE=", "SLUBMALLOC_STATS_FILE=\"\"", "SLUBMALLOC_STATS_FILE=(stderr) "},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *env[] = {(char *)cases[i].env, "SLUBMALLOC_VERBOSE=1", NULL};
+		int st;
+		char *err = rerun("noop", env, &st);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d", cases[i].env, st);
+		unsigned warnings = count_lines(err, "slubmalloc: warning:");
+		if (cases[i].warn) {
+			CHECK(warnings == 1 && strstr(err, cases[i].warn),
+			      "%s: want one warning naming %s, got: %s", cases[i].env, cases[i].warn, err);
+		} else {
+			CHECK(warnings == 0, "%s: unexpected warning: %s", cases[i].env, err);
+		}
+		CHECK(strstr(err, cases[i].shown), "%s: verbose output lacks \"%s\": %s", cases[i].env,
+		      cases[i].shown, err);
+		free(err);
+	}
+}
+
+static void *hold_and_wait(void *arg)
+{
+	/* this thread's bins keep objects; it sleeps through the trim */
+	void *v[64];
+	for (int i = 0; i < 64; i++)
+		v[i] = malloc(256);
+	for (int i = 0; i < 64; i++)
+		free(v[i]);
+	pthread_barrier_wait(arg);
+	pthread_barrier_wait(arg);
+	return NULL;
+}
+
+static void trim_releases(void)
+{
+	enum { N = 600000 }; /* 600000 x 256 B: about 150 MiB */
+	void **v = malloc(N * sizeof *v);
+	CHECK(v, "malloc");
+	pthread_barrier_t bar;
+	pthread_barrier_init(&bar, NULL, 2);
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, hold_and_wait, &bar) == 0, "pthread_create");
+	pthread_barrier_wait(&bar);
+	for (int i = 0; i < N; i++) {
+		CHECK(v[i] = malloc(256), "malloc");
+		memset(v[i], 0x5a, 256);
+	}
+	long rss_full = proc_status_kb("VmRSS");
+	for (int i = 0; i < N; i++)
+		free(v[i]);
+	long rss_freed = proc_status_kb("VmRSS");
+	int r = malloc_trim(0);
+	int r2 = malloc_trim(0); /* nothing freed in between: nothing to give back */
+	long rss_trim = proc_status_kb("VmRSS");
+	printf("RSS KiB: full %ld, after free %ld, after malloc_trim %ld (returned %d)\n", rss_full,
+	       rss_freed, rss_trim, r);
+	CHECK(r == 1, "malloc_trim returned %d after freeing 150 MiB", r);
+	CHECK(rss_full - rss_trim > 140000, "malloc_trim gave back only %ld KiB",
+	      rss_full - rss_trim);
+	CHECK(r2 == 0, "a second malloc_trim released memory again");
+	struct slub_cache_stats k = row("kmalloc-256");
+	CHECK(k.num_slabs <= 2, "kmalloc-256 keeps %zu slabs after malloc_trim", k.num_slabs);
+	pthread_barrier_wait(&bar);
+	pthread_join(th, NULL);
+	free(v);
+}
+
+static void mallinfo2_consistent(void)
+{
+	enum { N = 1000 };
+	static void *v[N];
+	struct mallinfo2 m0 = mallinfo2();
+	struct slub_stats t0;
+	slub_stats_get(&t0, NULL, 0);
+	CHECK(m0.uordblks == t0.small_bytes_in_use && m0.arena == t0.slab_bytes_mapped &&
+	      m0.hblkhd == t0.large_bytes && m0.hblks == t0.large_count,
+	      "mallinfo2 and slub_stats_get disagree");
+	for (int i = 0; i < N; i++)
+		CHECK(v[i] = malloc(2000), "malloc");
+	void *big = malloc(5 << 20);
+	CHECK(big, "malloc");
+	struct mallinfo2 m1 = mallinfo2();
+	CHECK(m1.uordblks == m0.uordblks + (size_t)N * 2048, "uordblks %zu -> %zu", m0.uordblks,
+	      m1.uordblks);
+	CHECK(m1.hblks == m0.hblks + 1 && m1.hblkhd >= m0.hblkhd + (5 << 20), "hblks/hblkhd");
+	CHECK(m1.arena >= m1.uordblks && m1.fordblks == m1.arena - m1.uordblks, "arena/fordblks");
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	struct mallinfo m = mallinfo(); /* the old interface must agree too */
+#pragma GCC diagnostic pop
+	CHECK((size_t)m.uordblks == m1.uordblks, "mallinfo");
+	for (int i = 0; i < N; i++)
+		free(v[i]);
+	free(big);
+	CHECK(mallinfo2().uordblks == m0.uordblks, "uordblks after free");
+}
+
+static void glibc_extras(void)
+{
+	CHECK(mallopt(M_MMAP_THRESHOLD, 1 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, 0) == 1 &&
+	      mallopt(M_ARENA_MAX, 1) == 1 && mallopt(12345, 1) == 1, "mallopt");
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	CHECK(f, "open_memstream");
+	CHECK(malloc_info(0, f) == 0, "malloc_info");
+	fclose(f);
+	CHECK(strstr(buf, "<malloc version=\"1\">") && strstr(buf, "</malloc>") &&
+	      strstr(buf, "<heap nr=\"0\">"), "malloc_info XML: %s", buf);
+	free(buf);
+	errno = 0;
+	CHECK(malloc_info(1, stdout) == -1 && errno == EINVAL, "malloc_info(1)");
+	struct capture c;
+	capture_start(&c);
+	malloc_stats();
+	char *s = capture_end(&c);
+	CHECK(strstr(s, "Arena 0:\nsystem bytes     = ") && strstr(s, "max mmap bytes   = "),
+	      "malloc_stats: %s", s);
+	free(s);
+}
+
+int main(int argc, char **argv)
+{
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	CHECK(n > 0, "readlink");
+	self[n] = 0;
+	if (argc == 2 && !strcmp(argv[1], "noop"))
+		return 0;
+	if (argc == 2 && !strcmp(argv[1], "child_events"))
+		return child_events();
+	if (argc == 2 && !strcmp(argv[1], "child_leave"))
+		return child_leave();
+	static const struct test_case cases[] = {
+		{"census_matches_live", census_matches_live},
+		{"events_counted", events_counted},
+		{"table_at_exit", table_at_exit},
+		{"options_parse", options_parse},
+		{"trim_releases", trim_releases},
+		{"mallinfo2_consistent", mallinfo2_consistent},
+		{"glibc_extras", glibc_extras},
+	};
+	return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 60);
+}
