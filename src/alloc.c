@@ -21,9 +21,14 @@ static void *alloc_orphan(unsigned cls)
 	if (orphan.state == T_NEW)
 		sm_thread_setup(&orphan);
 	struct bin *b = &orphan.bin[cls];
-	void *p = orphan.state != T_LIVE ? NULL : b->count ? b->slots[--b->count]
-							  : sm_refill(&orphan, cls);
+	void *p = NULL;
+	if (orphan.state == T_LIVE)
+		p = b->count ? b->slots[--b->count] : sm_refill(&orphan, cls);
+	else if (!sm_fill(&sm_g.caches[cls], 0, &orphan.src[cls], &p, 1)) /* no bins at all */
+		p = NULL;
 	sm_unlock(&orphan_lock);
+	if (!p)
+		errno = ENOMEM;
 	return p;
 }
 
@@ -37,7 +42,7 @@ static void *alloc_class(unsigned cls, size_t req, void *caller)
 	if (unlikely(tc->state != T_LIVE)) {
 		if (tc->state == T_NEW)
 			sm_thread_start(tc);
-		if (tc->state == T_DEAD)
+		if (tc->state != T_LIVE) /* exited, or no memory for a cache yet */
 			return alloc_orphan(cls);
 	}
 	struct bin *b = &tc->bin[cls];

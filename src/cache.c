@@ -474,7 +474,8 @@ void sm_thread_setup(struct tcache *tc)
 {
 	void **blk = block_get();
 	if (!blk) {
-		tc->state = T_DEAD; /* no cache: frees go straight to slabs, mallocs to the orphan */
+		/* no memory for a cache now: this call's frees go straight to slabs, its mallocs
+		 * to the orphan; the state stays T_NEW, so a later call tries again */
 		return;
 	}
 	tc->block = blk;

@@ -112,7 +112,8 @@ run_test() {
 }
 
 # ---------- integration tests (under the preloaded library) ----------
-for t in api_contract cxx_new stress_mt fork_test rss_test glibc_interpose thread_exit init_order; do
+for t in api_contract cxx_new stress_mt fork_test rss_test glibc_interpose thread_exit init_order \
+         oom_test fork_load thread_churn xstress_long; do
     run_test "$t" 1 "build/tests/$t"
 done
 
