@@ -151,16 +151,8 @@ SM_EXPORT struct mallinfo mallinfo(void)
 
 static void stat_line(const char *what, uint64_t v)
 {
-	char buf[24];
-	int i = sizeof buf - 1;
-	buf[i] = 0;
-	do
-		buf[--i] = (char)('0' + v % 10);
-	while ((v /= 10) && i > 0);
 	sm_write(2, what);
-	for (int pad = 10 - (int)(sizeof buf - 1 - (size_t)i); pad > 0; pad--)
-		sm_write(2, " ");
-	sm_write(2, buf + i);
+	sm_write_num_pad(2, v, 10, 10);
 	sm_write(2, "\n");
 }
 

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "arch_x86_64.h"
 #include "config.h"
@@ -294,6 +295,7 @@ void sm_os_unmap(void *p, size_t size);
 void sm_os_purge(void *p, size_t size);            /* give the pages back, keep the range */
 void *sm_os_remap(void *p, size_t old, size_t size);
 void sm_os_hugepages(void *p, size_t size, bool on);
+ssize_t sm_os_read_file(const char *path, char *buf, size_t size); /* small files */
 uint64_t sm_os_now_ns(void);
 void sm_os_random(void *buf, size_t n);
 
@@ -312,6 +314,7 @@ size_t sm_debug_usable(struct slab *s, const void *p);
 /* "report.c": messages written with write(2), without allocating */
 void sm_write(int fd, const char *s);
 void sm_write_num(int fd, uint64_t v, int base);
+void sm_write_num_pad(int fd, uint64_t v, int base, int width);
 SM_NORETURN void sm_fatal(const char *what, const void *p, const char *detail);
 SM_NORETURN void sm_fatal_in(const char *what, const void *p, const struct cache *c);
 

@@ -156,13 +156,13 @@ static void show(const char *name, const char *value, const char *meaning)
 
 static void show_num(const char *name, uint64_t v, const char *meaning)
 {
-	char buf[24];
-	int i = sizeof buf - 1;
-	buf[i] = 0;
-	do
-		buf[--i] = (char)('0' + v % 10);
-	while ((v /= 10) && i > 0);
-	show(name, buf + i, meaning);
+	sm_write(2, "slubmalloc: ");
+	sm_write(2, name);
+	sm_write(2, "=");
+	sm_write_num(2, v, 10);
+	sm_write(2, "  (");
+	sm_write(2, meaning);
+	sm_write(2, ")\n");
 }
 
 /* SLUBMALLOC_VERBOSE=1: the options in effect, one per line. */

@@ -3,6 +3,8 @@
  * set by the kernel. Nothing here allocates. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -54,6 +56,20 @@ void *sm_os_remap(void *p, size_t old, size_t size)
 {
 	void *q = mremap(p, old, size, MREMAP_MAYMOVE);
 	return q == MAP_FAILED ? NULL : q;
+}
+
+/* Up to size - 1 bytes of a small file (/proc, /sys), NUL-terminated; the length, or -1. */
+ssize_t sm_os_read_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return n;
 }
 
 uint64_t sm_os_now_ns(void)

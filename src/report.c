@@ -19,7 +19,8 @@ void sm_write(int fd, const char *s)
 	}
 }
 
-void sm_write_num(int fd, uint64_t v, int base)
+/* v in base (10 or 16), right-aligned in width columns (0: no padding). */
+void sm_write_num_pad(int fd, uint64_t v, int base, int width)
 {
 	char buf[24];
 	int i = sizeof buf - 1;
@@ -28,7 +29,14 @@ void sm_write_num(int fd, uint64_t v, int base)
 		buf[--i] = "0123456789abcdef"[v % (unsigned)base];
 		v /= (unsigned)base;
 	} while (v && i > 0);
+	for (int pad = width - (int)(sizeof buf - 1 - (size_t)i); pad > 0; pad--)
+		sm_write(fd, " ");
 	sm_write(fd, buf + i);
+}
+
+void sm_write_num(int fd, uint64_t v, int base)
+{
+	sm_write_num_pad(fd, v, base, 0);
 }
 
 /* "slubmalloc: <what> of 0x<p> <detail>" on stderr, then abort(). */

@@ -34,14 +34,8 @@ void pcpu_warn(const char *msg)
 static int possible_cpus(void)
 {
 	char buf[512];
-	int fd = open("/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (sm_os_read_file("/sys/devices/system/cpu/possible", buf, sizeof buf) <= 0)
 		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	long max = -1, v = 0;
 	int digits = 0;
 	for (const char *s = buf;; s++) {

@@ -10,7 +10,6 @@
  * Everything here writes with write(2) and reads /proc with read(2): nothing allocates.
  * Invariants: a live thread's counters are written by it alone; readers hold the registry
  * lock, so a thread's counters cannot go away under them (it leaves the registry first). */
-#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -160,14 +159,8 @@ static void row_of(const struct census *k, unsigned r, const struct cache *c,
 static uint64_t rss_bytes(void)
 {
 	char buf[128];
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (sm_os_read_file("/proc/self/statm", buf, sizeof buf) <= 0)
 		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	const char *p = buf;
 	while (*p && *p != ' ')
 		p++;
@@ -244,15 +237,7 @@ SM_EXPORT size_t slub_stats_get(struct slub_stats *totals, struct slub_cache_sta
 /* ---- printing ---- */
 static void put_num(int fd, uint64_t v, int width)
 {
-	char buf[24];
-	int i = sizeof buf - 1;
-	buf[i] = 0;
-	do
-		buf[--i] = (char)('0' + v % 10);
-	while ((v /= 10) && i > 0);
-	for (int pad = width - (int)(sizeof buf - 1 - (size_t)i); pad > 0; pad--)
-		sm_write(fd, " ");
-	sm_write(fd, buf + i);
+	sm_write_num_pad(fd, v, 10, width);
 }
 
 static void put_name(int fd, const char *name, int width)
