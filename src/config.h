@@ -35,8 +35,8 @@
 #define DIRTY_MAX (32UL << 20)                  /* freed slab pages kept resident, at most */
 
 #define PAGE_SIZE_OS 4096UL                     /* mmap granularity */
-#define LARGE_CACHE_SLOTS 16                    /* freed large ranges kept for reuse */
-#define LARGE_CACHE_BYTES (64UL << 20)          /* ... holding at most this many bytes */
+#define LARGE_CACHE_SLOTS 64                    /* freed large ranges kept for reuse */
+#define LARGE_CACHE_BYTES (128UL << 20)          /* ... holding at most this many bytes */
 #define LARGE_PURGE_ZERO (1UL << 20)            /* calloc of a reused range this big: purge */
 
 #endif

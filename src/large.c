@@ -17,15 +17,19 @@
 
 struct lentry {
 	uintptr_t key;  /* address handed out; 0 = empty slot */
-	uintptr_t base; /* the mapping */
+	uintptr_t base; /* its range */
 	size_t len;
+	uint64_t map;   /* the mapping (VMA) the range lies in */
 };
 
 struct lcached {
 	uintptr_t base;
 	size_t len;
 	uint64_t when;
+	uint64_t map;
 };
+
+static uint64_t next_map = 1; /* mapping ids: one per mmap, and per mremap that moved */
 
 static sm_lock_t large_lock;
 static struct lentry *table;
@@ -127,10 +131,12 @@ static void unmap_all(struct lcached *v, unsigned n)
 		sm_os_unmap((void *)v[i].base, v[i].len);
 }
 
-/* Take len bytes from the best-fitting cached range; the rest of it stays cached. When no
- * range is big enough, take the largest one of at least len / 2 whole and say its length in
- * *have: the caller extends it with mremap, which keeps its resident pages. 0: none fits. */
-static uintptr_t cache_take(size_t len, size_t *have)
+/* Take len bytes from the best-fitting cached range; the rest of it stays cached, unless it is
+ * under 1/8 of len: then the whole range goes (*have > len), so no sliver stays behind. When
+ * no range is big enough, take the largest one of at least len / 2 whole and say its length in
+ * *have (< len): the caller extends it with mremap, which keeps its resident pages. 0: none
+ * fits. *map: the range's mapping. */
+static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map)
 {
 	int best = -1, largest = -1;
 	for (int i = 0; i < LARGE_CACHE_SLOTS; i++) {
@@ -147,11 +153,15 @@ static uintptr_t cache_take(size_t len, size_t *have)
 			return 0;
 		uintptr_t base = cached[largest].base;
 		*have = cached[largest].len;
+		*map = cached[largest].map;
 		cached_bytes -= *have;
 		cached[largest].base = 0;
 		return base;
 	}
 	uintptr_t base = cached[best].base;
+	*map = cached[best].map;
+	if (cached[best].len - len < len / 8)
+		len = *have = cached[best].len;
 	cached_bytes -= len;
 	if (cached[best].len > len) {
 		cached[best].base += len;
@@ -162,12 +172,24 @@ static uintptr_t cache_take(size_t len, size_t *have)
 	return base;
 }
 
-/* Cache the range m; ranges that no longer fit (slots, bytes: oldest first) go to drop[]
- * for the caller to unmap. Returns how many. Ranges are not merged with their neighbours: a
- * merged range could span two mappings, which mremap refuses. */
+/* Cache the range m, merged with cached neighbours of the same mapping (a range spanning two
+ * mappings could not be remapped); ranges that no longer fit (slots, bytes: oldest first) go
+ * to drop[] for the caller to unmap. Returns how many. */
 static unsigned cache_put(struct lcached m, struct lcached *drop)
 {
 	unsigned nd = 0;
+	for (int i = 0; i < LARGE_CACHE_SLOTS; i++) {
+		struct lcached *c = &cached[i];
+		if (!c->base || c->map != m.map)
+			continue;
+		if (c->base + c->len == m.base || m.base + m.len == c->base) {
+			m.base = c->base < m.base ? c->base : m.base;
+			m.len += c->len;
+			cached_bytes -= c->len;
+			c->base = 0;
+			i = -1; /* the merged range may have a neighbour on its other side */
+		}
+	}
 	if (m.len > LARGE_CACHE_BYTES) {
 		drop[nd++] = m;
 		return nd;
@@ -200,37 +222,49 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 	uintptr_t base = 0;
 
 	size_t have = len;
+	uint64_t map = 0;
 	sm_lock(&large_lock);
 	unsigned nd = expire(drop, false);
 	if (align <= PAGE_SIZE_OS)
-		base = cache_take(len, &have);
+		base = cache_take(len, &have, &map);
 	sm_unlock(&large_lock);
 	unmap_all(drop, nd);
 
-	if (base && have != len) {
+	if (base && have < len) {
 		void *q = sm_os_remap((void *)base, have, len);
 		if (!q) { /* out of address space: keep the range cached, try a new mapping */
-			struct lcached back = {.base = base, .len = have, .when = sm_os_now_ns()};
+			struct lcached back = {.base = base, .len = have, .when = sm_os_now_ns(),
+					       .map = map};
 			sm_lock(&large_lock);
 			nd = cache_put(back, drop);
 			sm_unlock(&large_lock);
 			unmap_all(drop, nd);
+		} else if ((uintptr_t)q != base) {
+			map = 0; /* moved: a mapping of its own */
 		}
 		base = (uintptr_t)q;
+	} else if (base) {
+		len = have; /* the whole range, sliver included */
 	}
 	bool dirty = base != 0;
 	if (!base) {
 		base = (uintptr_t)(align <= PAGE_SIZE_OS ? sm_os_map(len) : sm_os_map_aligned(len, align));
+		if (!base && sm_large_release_cached()) /* the cache held the address space */
+			base = (uintptr_t)(align <= PAGE_SIZE_OS ? sm_os_map(len)
+							 : sm_os_map_aligned(len, align));
 		if (!base)
 			return errno = ENOMEM, NULL;
+		map = 0;
 	}
 	sm_lock(&large_lock);
+	if (!map)
+		map = next_map++;
 	if ((table_used + 1) * 2 > table_cap && grow() < 0) {
 		sm_unlock(&large_lock);
 		sm_os_unmap((void *)base, len);
 		return errno = ENOMEM, NULL;
 	}
-	insert_nogrow((struct lentry){.key = base, .base = base, .len = len});
+	insert_nogrow((struct lentry){.key = base, .base = base, .len = len, .map = map});
 	sm_stat_large++;
 	live_add(1, (int64_t)len);
 	sm_unlock(&large_lock);
@@ -264,7 +298,7 @@ int sm_large_free(void *p)
 		sm_unlock(&large_lock);
 		return r;
 	}
-	struct lcached m = {.base = e->base, .len = e->len, .when = sm_os_now_ns()};
+	struct lcached m = {.base = e->base, .len = e->len, .when = sm_os_now_ns(), .map = e->map};
 	erase(e);
 	live_add(-1, -(int64_t)m.len);
 	unsigned nd = expire(drop, false);
@@ -301,7 +335,9 @@ void *sm_large_realloc(void *p, size_t size)
 	sm_unlock(&large_lock);
 	void *q = sm_os_remap((void *)m.base, m.len, len);
 	sm_lock(&large_lock);
-	insert_nogrow(q ? (struct lentry){(uintptr_t)q, (uintptr_t)q, len} : m);
+	insert_nogrow(q ? (struct lentry){(uintptr_t)q, (uintptr_t)q, len,
+					  (uintptr_t)q == m.base ? m.map : next_map++}
+			: m);
 	if (q)
 		live_add(0, (int64_t)len - (int64_t)m.len);
 	sm_unlock(&large_lock);
