@@ -289,7 +289,8 @@ static void free_n(struct cache *c, size_t n, void **ptrs)
 	}
 }
 
-SM_EXPORT void *slub_cache_alloc(struct slub_cache *sc)
+/* One object: the body of slub_cache_alloc, inlined into the bulk call's n == 1 case too. */
+static inline __attribute__((always_inline)) void *alloc_one(struct slub_cache *sc)
 {
 	struct cache *c = cache_from(sc);
 	struct tcache *tc = &sm_tc;
@@ -302,6 +303,11 @@ SM_EXPORT void *slub_cache_alloc(struct slub_cache *sc)
 	if (likely(p))
 		return zeroed(c, p);
 	return alloc_n(c, 1, &p) ? p : NULL;
+}
+
+SM_EXPORT void *slub_cache_alloc(struct slub_cache *sc)
+{
+	return alloc_one(sc);
 }
 
 SM_EXPORT void slub_cache_free(struct slub_cache *sc, void *p)
@@ -317,16 +323,18 @@ SM_EXPORT size_t slub_cache_alloc_bulk(struct slub_cache *sc, size_t n, void **p
 	if (!ptrs)
 		return errno = EINVAL, 0;
 	if (n == 1) /* a call's own cost is more than one object's: the single path does it */
-		return (ptrs[0] = slub_cache_alloc(sc)) ? 1 : 0;
+		return (ptrs[0] = alloc_one(sc)) ? 1 : 0;
 	return alloc_n(cache_from(sc), n, ptrs);
 }
 
 SM_EXPORT void slub_cache_free_bulk(struct slub_cache *sc, size_t n, void **ptrs)
 {
-	if (ptrs && n == 1)
-		slub_cache_free(sc, ptrs[0]);
-	else if (ptrs && n)
+	if (ptrs && n == 1) {
+		if (ptrs[0])
+			free_n(cache_from(sc), 1, ptrs);
+	} else if (ptrs && n) {
 		free_n(cache_from(sc), n, ptrs);
+	}
 }
 
 /* A dead cache's last slab is gone: its id can serve a new cache. */
