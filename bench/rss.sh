@@ -152,64 +152,8 @@ PROG=$BUILD_ABS/bench/rss
 [ -x "$PROG" ] || die "$BUILD_DIR/bench/rss was not built (is it in bench/meson.build?)"
 
 # ---------------------------------------------------------------- allocator libraries
-MULTIARCH=$(cc -print-multiarch 2>/dev/null || true)
-LIBDIRS=("/usr/lib/${MULTIARCH:-x86_64-linux-gnu}" /usr/lib64 /usr/lib /usr/local/lib)
-
-find_lib() { # find_lib NAME... -> first existing path
-	local n d
-	for n in "$@"; do
-		for d in "${LIBDIRS[@]}"; do
-			if [ -e "$d/$n" ]; then
-				echo "$d/$n"
-				return 0
-			fi
-		done
-	done
-	return 1
-}
-
-declare -A LIB
-LIB[glibc]=none
-LIB[jemalloc]=${JEMALLOC_LIB:-$(find_lib libjemalloc.so.2 libjemalloc.so || echo "")}
-LIB[mimalloc]=${MIMALLOC_LIB:-$(find_lib libmimalloc.so.2 libmimalloc.so || echo "")}
-LIB[tcmalloc]=${TCMALLOC_LIB:-$(find_lib libtcmalloc_minimal.so.4 libtcmalloc.so.4 || echo "")}
-SLUB_DEFAULT="$BUILD_ABS/preload/libslubmalloc.so"
-LIB[slubmalloc]=${SLUBMALLOC_LIB:-$SLUB_DEFAULT}
-if [ ! -f "${LIB[slubmalloc]}" ]; then
-	[ -n "${SLUBMALLOC_LIB:-}" ] && die "SLUBMALLOC_LIB=${SLUBMALLOC_LIB} does not exist"
-	die "slubmalloc library not found at $SLUB_DEFAULT after the build; set SLUBMALLOC_LIB=/path/to/lib.so to override"
-fi
-
-# Checks that LD_PRELOAD of $1 really maps the library (ld.so only warns when it cannot).
-preload_works() {
-	local real maps
-	real=$(readlink -f "$1")
-	maps=$(env LD_PRELOAD="$1" cat /proc/self/maps 2>/dev/null) || return 1
-	[[ "$maps" == *"$real"* ]]
-}
-
-AVAIL=()
-SKIPPED=()
-for a in "${ALLOCATORS[@]}"; do
-	lib=${LIB[$a]}
-	if [ "$lib" = none ]; then
-		AVAIL+=("$a")
-	elif [ -z "$lib" ] || [ ! -e "$lib" ]; then
-		note "$a: library not found${lib:+ ($lib)}, skipping"
-		SKIPPED+=("$a: library not found${lib:+ ($lib)}")
-	else
-		LIB[$a]=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
-		if preload_works "${LIB[$a]}"; then
-			AVAIL+=("$a")
-		elif [ "$a" = slubmalloc ]; then
-			die "LD_PRELOAD=${LIB[$a]} does not load or crashes a trivial program (try: LD_PRELOAD=${LIB[$a]} cat /proc/self/maps)"
-		else
-			note "$a: LD_PRELOAD=${LIB[$a]} does not load, skipping"
-			SKIPPED+=("$a: $lib does not preload")
-		fi
-	fi
-done
-NA=${#AVAIL[@]}
+# shellcheck source=bench/peers.sh
+. "$ROOT/bench/peers.sh"
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---------------------------------------------------------------- runs
