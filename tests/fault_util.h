@@ -125,18 +125,7 @@ static inline size_t fu_verify(const void *p, size_t from, size_t to, uint64_t s
 /* VmSize (address space in use) in bytes from /proc/self/status, or -1. */
 static inline long fu_vmsize(void)
 {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = -1;
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, "VmSize:", 7) == 0) {
-            kb = strtol(line + 7, NULL, 10);
-            break;
-        }
-    fclose(f);
-    return kb < 0 ? -1 : kb * 1024;
+    return tu_status_bytes("VmSize");
 }
 
 #endif

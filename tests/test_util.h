@@ -131,21 +131,28 @@ static inline long tu_rss_statm(void)
     return res < 0 ? -1 : res * getpagesize();
 }
 
-/* VmRSS in bytes from /proc/self/status. */
-static inline long tu_vmrss(void)
+/* A "Vm...:" field of /proc/self/status (VmRSS, VmSize) in bytes, or -1. */
+static inline long tu_status_bytes(const char *field)
 {
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];
+    size_t n = strlen(field);
     long kb = -1;
     if (!f)
         return -1;
     while (fgets(line, sizeof line, f))
-        if (strncmp(line, "VmRSS:", 6) == 0) {
-            kb = strtol(line + 6, NULL, 10);
+        if (strncmp(line, field, n) == 0 && line[n] == ':') {
+            kb = strtol(line + n + 1, NULL, 10);
             break;
         }
     fclose(f);
     return kb < 0 ? -1 : kb * 1024;
+}
+
+/* VmRSS in bytes from /proc/self/status. */
+static inline long tu_vmrss(void)
+{
+    return tu_status_bytes("VmRSS");
 }
 
 #endif
