@@ -84,14 +84,14 @@ static void partial_add(struct cache *c, struct slab *s, bool at_tail)
 	struct slab *h = c->partial;
 	if (!h) {
 		s->next = s->prev = s;
-		c->partial = s;
+		__atomic_store_n(&c->partial, s, __ATOMIC_RELAXED);
 	} else {
 		s->next = h;
 		s->prev = h->prev;
 		h->prev->next = s;
 		h->prev = s;
 		if (!at_tail)
-			c->partial = s;
+			__atomic_store_n(&c->partial, s, __ATOMIC_RELAXED);
 	}
 	s->on_partial = 1;
 	c->nr_partial++;
@@ -100,12 +100,12 @@ static void partial_add(struct cache *c, struct slab *s, bool at_tail)
 static void partial_remove(struct cache *c, struct slab *s)
 {
 	if (s->next == s) {
-		c->partial = NULL;
+		__atomic_store_n(&c->partial, NULL, __ATOMIC_RELAXED);
 	} else {
 		s->prev->next = s->next;
 		s->next->prev = s->prev;
 		if (c->partial == s)
-			c->partial = s->next;
+			__atomic_store_n(&c->partial, s->next, __ATOMIC_RELAXED);
 	}
 	s->on_partial = 0;
 	c->nr_partial--;
@@ -311,7 +311,7 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct src *src, void **out, u
 		if (!s && !(s = sm_slab_new(c)))
 			return 0;
 		for (unsigned i = 0; i < s->pages; i++)
-			s[i].owner = c->size < 64 ? owner : 0;
+			__atomic_store_n(&s[i].owner, (uint16_t)(c->size < 64 ? owner : 0), __ATOMIC_RELAXED);
 		src->active = s;
 	}
 }

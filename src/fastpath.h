@@ -37,7 +37,7 @@ static inline void sm_free_fast(void *p)
 		struct slab *s = page_desc(a);
 		if (likely(slab_index(s, a) != UINT32_MAX)) {
 			struct bin *b = &sm_tc.bin[s->cls];
-			if (unlikely(s->owner != b->key))
+			if (unlikely(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != b->key))
 				b = &sm_tc.rbin[s->cls]; /* another thread's sub-line object */
 			uint32_t n = b->count;
 			if (likely(n < b->cap && (b->slots + n)[-1] != p)) {

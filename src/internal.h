@@ -180,7 +180,7 @@ static inline bool region_is_ours(uintptr_t a)
 	uintptr_t i = a >> REGION_SHIFT;
 	if (unlikely(i >= NREGION_SLOTS))
 		return false;
-	return (sm_region_bits[i >> 6] >> (i & 63)) & 1;
+	return (__atomic_load_n(&sm_region_bits[i >> 6], __ATOMIC_RELAXED) >> (i & 63)) & 1;
 }
 static inline struct slab *slab_of(uintptr_t a)
 {

@@ -217,7 +217,7 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 {
 	if (size > PTRDIFF_MAX - 2 * REGION_SIZE || align > REGION_SIZE * 256)
 		return errno = ENOMEM, NULL;
-	size_t len = (size + PAGE_SIZE_OS - 1) & ~(PAGE_SIZE_OS - 1);
+	size_t len = size ? (size + PAGE_SIZE_OS - 1) & ~(PAGE_SIZE_OS - 1) : PAGE_SIZE_OS;
 	struct lcached drop[2 * LARGE_CACHE_SLOTS + 1];
 	uintptr_t base = 0;
 

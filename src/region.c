@@ -224,7 +224,7 @@ void sm_slabs_census(const struct cache *c, uint64_t *inuse, uint64_t *frozen)
 	for (struct region *r = regions; r; r = r->next)
 		for (unsigned i = 1; i < REGION_PAGES; i++) {
 			struct slab *s = r->map[i];
-			if (!s || s != &r->slabs[i] || s->cache != c)
+			if (!s || s != &r->slabs[i] || __atomic_load_n(&s->cache, __ATOMIC_RELAXED) != c)
 				continue;
 			uint64_t hi = __atomic_load_n(&s->word.hi, __ATOMIC_RELAXED);
 			if (hi & SLAB_FROZEN)

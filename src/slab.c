@@ -45,7 +45,7 @@ struct slab *sm_slab_new(struct cache *c)
 	struct slab *s = sm_pages_alloc(c->pages);
 	if (!s)
 		return NULL;
-	s->cache = c;
+	__atomic_store_n(&s->cache, c, __ATOMIC_RELAXED);
 	s->recip = c->recip;
 	s->size = c->size;
 	s->objects = c->objects;
@@ -61,8 +61,8 @@ struct slab *sm_slab_new(struct cache *c)
 		s[i].pages = s->pages;
 	}
 	/* frozen, every object held by the owner (the untouched ones included) */
-	s->word.lo = 0;
-	s->word.hi = SLAB_FROZEN | c->objects;
+	__atomic_store_n(&s->word.lo, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->word.hi, SLAB_FROZEN | c->objects, __ATOMIC_RELAXED);
 	if (c->debug)
 		sm_debug_slab_init(s);
 	__atomic_fetch_add(&c->nr_slabs, 1, __ATOMIC_RELAXED);

@@ -67,7 +67,10 @@ static uint64_t untouched(const struct slab *s)
 static void census_slab(struct slab *s, void *arg)
 {
 	struct census *k = arg;
-	unsigned row = sm_row(s->cache);
+	const struct cache *c = __atomic_load_n(&s->cache, __ATOMIC_RELAXED);
+	if (!c) /* pages just taken, the slab not made yet (sm_slab_new) */
+		return;
+	unsigned row = sm_row(c);
 	uint64_t hi = __atomic_load_n(&s->word.hi, __ATOMIC_RELAXED);
 	k->inuse[row] += SLAB_INUSE(hi);
 	k->slabs[row]++;

@@ -2,7 +2,8 @@
 # tests/run.sh: the README's test command. Installs missing tools with apt-get (as root, only for
 # commands that are absent), configures `build` (release) if needed, builds with ninja, then runs
 # every test: the integration programs under LD_PRELOAD=build/preload/libslubmalloc.so with
-# SLUBMALLOC_EXPECT=1 and SLUBMALLOC_LIB set, tests/real_programs.sh, and every build/tests/**/unit_*
+# SLUBMALLOC_EXPECT=1 and SLUBMALLOC_LIB set, tests/real_programs.sh, the bad-input suite, the
+# fuzzer (a minute), the sanitizer builds (tests/sanitize.sh), and every build/tests/**/unit_*
 # executable directly (no preload). Each test runs under `timeout`; one line per test:
 # `PASS name (secs)` or `FAIL name (exit code N)` followed by the last lines of its output
 # (full logs in build/test-logs/). The last line is exactly `N passed, M failed`; the exit status
@@ -126,6 +127,12 @@ fi
 
 # bad inputs: each case under the preloaded library, judged by its signal and message
 run_test bad_input 0 bash tests/bad/run_bad.sh "$lib" build
+
+# the libFuzzer harness over the committed seed corpus, about a minute (tests/fuzz/run_fuzz.sh)
+run_test fuzz 0 bash tests/fuzz/run_fuzz.sh 60
+
+# ThreadSanitizer and UBSan builds of the unit and stress tests, linked with the engine
+run_test sanitizers 0 bash tests/sanitize.sh
 
 # ---------- unit tests (linked with the engine, no preload) ----------
 if [ -d build/tests ]; then

@@ -75,8 +75,10 @@ int main(void)
 			if (!h)
 				continue;
 			takes++;
-			CHECK(s->word.hi == (SLAB_FROZEN | nobj) || s->word.lo,
-			      "counters after take-all: %llx", (unsigned long long)s->word.hi);
+			dword_t w = {.lo = 0, .hi = 0};
+			cas16(&s->word, &w, w); /* an atomic snapshot of the word */
+			CHECK(w.hi == (SLAB_FROZEN | nobj) || w.lo,
+			      "counters after take-all: %llx", (unsigned long long)w.hi);
 			uint32_t k = 0;
 			for (void *p = h; p; p = fp_get(p, 0), k++) {
 				uint32_t idx = slab_index(s, (uintptr_t)p);
