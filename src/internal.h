@@ -38,13 +38,14 @@ struct slab {
 	struct slab *head;        /* the descriptor of the slab's first page (itself if first) */
 	char *start;              /* first object (the slab's first page) */
 	struct cache *cache;      /* the cache whose objects it holds */
-	uint64_t recip;           /* ceil(2^40 / size): offset -> index without a division */
+	uint64_t inv;             /* the inverse mod 2^64 of size's odd part (see slab_index) */
 	uint32_t size;            /* object size */
 	uint32_t objects;         /* objects per slab */
 	uint32_t carved;          /* objects handed out at least once; the rest are untouched */
 	uint16_t cls;             /* size class; NCLASS (no thread bin) for a typed cache */
 	uint8_t pages;            /* 64 KiB pages spanned */
 	uint8_t on_partial;       /* on cache->partial (cache lock) */
+	uint8_t shift;            /* size = odd part << shift */
 	uint16_t owner;           /* objects smaller than a cache line: the id of the thread that
 				   * froze the slab last (others' frees of them go to their rbin);
 				   * 0 for larger objects, which any thread reuses */
@@ -79,7 +80,8 @@ struct cache {
 	uint32_t pages;        /* slab pages per slab */
 	uint32_t cap;          /* thread cache slots (objects) */
 	uint32_t fpoff;        /* where a free object keeps its free pointer (past a ctor's body) */
-	uint64_t recip;
+	uint64_t inv;          /* slab_index's multiplier and rotation (struct slab) */
+	uint8_t shift;
 	uint16_t cls;
 	uint16_t id;           /* typed caches: index in the typed table and in struct tcache */
 	struct slab *partial;  /* slabs with free objects, not frozen */
@@ -194,14 +196,18 @@ static inline struct slab *page_desc(uintptr_t a)
 	struct region *r = (struct region *)(a & ~(REGION_SIZE - 1));
 	return &r->slabs[(a >> SPAGE_SHIFT) & (REGION_PAGES - 1)];
 }
-/* The object index of a, or UINT32_MAX when a is not the start of an object of s. */
+/* The object index of a, or UINT32_MAX when a is not the start of an object of s. With
+ * size = d << k (d odd) and inv = d^-1 mod 2^64, rotr(off * inv, k) is off / size when size
+ * divides off, and above (2^64 - 1) / size otherwise (Granlund and Montgomery's divisibility
+ * test), so one comparison with objects checks both at once. */
 static inline uint32_t slab_index(const struct slab *s, uintptr_t a)
 {
-	uint64_t off = a - (uintptr_t)s->start;
-	uint64_t idx = (off * s->recip) >> 40;
-	if (unlikely(idx * s->size != off || idx >= s->objects))
+	uint64_t q = (a - (uintptr_t)s->start) * s->inv;
+	unsigned k = s->shift;
+	q = (q >> k) | (q << ((64 - k) & 63));
+	if (unlikely(q >= s->objects))
 		return UINT32_MAX;
-	return (uint32_t)idx;
+	return (uint32_t)q;
 }
 
 /* ---- locks (inline; slow paths only) ---- */

@@ -30,7 +30,11 @@ void sm_cache_setup(struct cache *c, const char *name, uint32_t size, uint16_t c
 	c->cls = cls;
 	c->pages = pages_for(size);
 	c->objects = (uint32_t)(((uint64_t)c->pages << SPAGE_SHIFT) / size);
-	c->recip = ((1ULL << 40) + size - 1) / size;
+	c->shift = (uint8_t)__builtin_ctz(size);
+	uint64_t d = size >> c->shift, inv = d; /* Newton: each step doubles the correct bits */
+	for (int i = 0; i < 5; i++)
+		inv *= 2 - d * inv;
+	c->inv = inv;
 	uint32_t cap = TCACHE_BYTES / size, min = size > 32768 ? TCACHE_MIN_HUGE : TCACHE_MIN;
 	c->cap = cap < min ? min : cap > TCACHE_MAX ? TCACHE_MAX : cap;
 	size_t n = strlen(name);
@@ -46,7 +50,8 @@ struct slab *sm_slab_new(struct cache *c)
 	if (!s)
 		return NULL;
 	__atomic_store_n(&s->cache, c, __ATOMIC_RELAXED);
-	s->recip = c->recip;
+	s->inv = c->inv;
+	s->shift = c->shift;
 	s->size = c->size;
 	s->objects = c->objects;
 	s->cls = c->cls;
@@ -54,7 +59,8 @@ struct slab *sm_slab_new(struct cache *c)
 	for (unsigned i = 1; i < s->pages; i++) { /* the read-only fields, for page_desc() */
 		s[i].start = s->start;
 		s[i].cache = c;
-		s[i].recip = s->recip;
+		s[i].inv = s->inv;
+		s[i].shift = s->shift;
 		s[i].size = s->size;
 		s[i].objects = s->objects;
 		s[i].cls = s->cls;
