@@ -71,6 +71,7 @@ struct slub_cache_stats {
 struct slub_stats {
 	int events_counted;        /* 1: SLUBMALLOC_STATS=1, the event counters are kept */
 	size_t ncaches;            /* caches with slabs or events (rows slub_stats_get can give) */
+	uint64_t bytes_requested;  /* asked for by all allocations so far (SLUBMALLOC_STATS=1) */
 	size_t bytes_in_use;       /* small objects at their class size, plus large blocks */
 	size_t small_bytes_in_use;
 	size_t bytes_mapped;       /* slab regions, large blocks and cached freed ranges */

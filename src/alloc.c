@@ -46,9 +46,17 @@ static void *alloc_class(unsigned cls, size_t req, void *caller)
 			return alloc_orphan(cls);
 	}
 	struct bin *b = &tc->bin[cls];
-	void *p = b->count ? b->slots[--b->count] : sm_refill(tc, cls);
+	void *p;
+	if (b->count) { /* only with SLUBMALLOC_STATS=1 (sizeclass.c): counted here */
+		p = b->slots[--b->count];
+		sm_count(&sm_g.caches[cls], EV_ALLOC_FAST, 1);
+	} else {
+		p = sm_refill(tc, cls);
+	}
 	if (!p)
 		errno = ENOMEM;
+	else
+		sm_count(&sm_g.caches[cls], EV_BYTES, req);
 	return p;
 }
 

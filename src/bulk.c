@@ -41,7 +41,7 @@ SM_EXPORT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 		sm_init();
 	if (size > MAX_SMALL)
 		return alloc_each(size, n, ptrs);
-	unsigned cls = sm_class_of[(size + 15) >> 4]; /* init has run: the table is set */
+	unsigned cls = sm_size_to_class(size);
 	if (unlikely(sm_g.caches[cls].debug)) /* SLUBMALLOC_DEBUG: one checked object at a time */
 		return alloc_each(size, n, ptrs);
 	struct tcache *tc = &sm_tc;

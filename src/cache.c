@@ -327,7 +327,6 @@ void *sm_refill(struct tcache *tc, unsigned cls)
 	if (!b->count)
 		return NULL;
 	sm_count(c, EV_ALLOC_SLOW, 1);
-	sm_count(c, EV_BIN_IN, b->count - 1);
 	return b->slots[--b->count];
 }
 
@@ -344,14 +343,12 @@ size_t sm_take_n(struct cache *c, uint16_t owner, struct bin *b, struct src *src
 		for (uint32_t i = 0; i < k; i++) /* short runs: no call to memcpy */
 			out[got + i] = from[i];
 		b->count -= k;
-		sm_count(c, EV_BIN_OUT, k);
 		if ((got += k) == n)
 			return n;
 		if (n - got < b->cap) { /* refill the bin by half and go round */
 			if (!(b->count = sm_fill(c, owner, src, b->slots,
 						 b->cap / 2 ? b->cap / 2 : 1)))
 				return got;
-			sm_count(c, EV_BIN_IN, b->count);
 			continue;
 		}
 		size_t want = n - got < UINT32_MAX ? n - got : UINT32_MAX;
@@ -434,7 +431,6 @@ void sm_flush(struct tcache *tc, unsigned cls)
 	}
 	struct bin *b = &tc->bin[cls];
 	uint32_t n = b->count / 2 ? b->count / 2 : b->count;
-	sm_count(&sm_g.caches[cls], EV_BIN_OUT, n);
 	sm_free_array(b->slots, n);
 	memmove(b->slots, b->slots + n, (b->count - n) * sizeof(void *));
 	b->count -= n;
@@ -527,8 +523,6 @@ static void unfreeze_active(struct slab *s)
 /* Return a bin's objects, its spill chain and its active slab (unfrozen) to the slabs. */
 void sm_drop(struct bin *b, struct src *src, uint32_t fpoff)
 {
-	if (b->count && b->slots[0])
-		sm_count(slab_of((uintptr_t)b->slots[0])->cache, EV_BIN_OUT, b->count);
 	sm_free_array(b->slots, b->count);
 	b->count = 0;
 	sm_free_chain(src->spill, fpoff);

@@ -224,7 +224,7 @@ static inline void sm_unlock(sm_lock_t *l)
 }
 
 /* "sizeclass.c" */
-void sm_sizeclass_init(void);
+void sm_sizeclass_init(bool counted);          /* counted: SLUBMALLOC_STATS=1 */
 unsigned sm_size_to_class(size_t size);       /* computed, no table: any time */
 unsigned sm_class_size(unsigned cls);
 unsigned sm_class_for_align(size_t size, size_t align); /* NCLASS when none fits */
@@ -335,8 +335,8 @@ enum sm_event {
 	EV_CAS_RETRY,       /* a cas16 on a slab's word failed and was retried */
 	EV_SLAB_NEW,
 	EV_SLAB_FREE,
-	EV_BIN_IN,          /* objects a refill left in a bin (alloc_fastpath is derived) */
-	EV_BIN_OUT,         /* objects taken out of a bin other than by malloc: flush, bulk, exit */
+	EV_ALLOC_FAST,      /* malloc served from the thread's bin */
+	EV_BYTES,           /* bytes asked for by those mallocs */
 	NEV
 };
 #define NROWS (NCLASS + MAX_TYPED)
@@ -357,6 +357,7 @@ void sm_stats_thread_start(struct tcache *tc);
 void sm_stats_thread_exit(struct tcache *tc);  /* after it left the registry */
 void sm_stats_print(int fd);
 extern uint64_t sm_stat_large;                 /* large allocations made (large lock) */
+extern uint64_t sm_stat_large_req;             /* bytes asked for by them (SLUBMALLOC_STATS) */
 extern uint64_t sm_trim_gen;                   /* malloc_trim calls so far (trim.c) */
 
 /* "trim.c": giving memory back on request */

@@ -36,7 +36,7 @@ static struct lentry *table;
 static size_t table_cap, table_used;
 static struct lcached cached[LARGE_CACHE_SLOTS];
 static size_t cached_bytes;
-uint64_t sm_stat_large;
+uint64_t sm_stat_large, sm_stat_large_req;
 static uint64_t live_n, live_bytes, peak_n, peak_bytes; /* blocks handed out (statistics) */
 
 static void live_add(int64_t n, int64_t bytes)
@@ -266,6 +266,8 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 	}
 	insert_nogrow((struct lentry){.key = base, .base = base, .len = len, .map = map});
 	sm_stat_large++;
+	if (sm_opt.stats)
+		sm_stat_large_req += size;
 	live_add(1, (int64_t)len);
 	sm_unlock(&large_lock);
 	if (zero && dirty) {

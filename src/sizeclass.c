@@ -3,7 +3,9 @@
  * more than 1/9 of its object to rounding.
  * Invariant: sm_class_of[] is only an accelerator for the fastpath: until sm_sizeclass_init()
  * has run it reads 0 everywhere, which sends the caller to a slow path that computes the class
- * with sm_size_to_class() (a thread cache is empty until that slow path has run init). */
+ * with sm_size_to_class() (a thread cache is empty until that slow path has run init). With
+ * SLUBMALLOC_STATS=1 it stays pointed at NCLASS, whose bin is always empty: every malloc then
+ * takes the slow path, where it is counted, and the fastpath's code is the same either way. */
 #include "internal.h"
 
 uint8_t sm_class_of[CLASS_INDEX_MAX + 1];
@@ -40,8 +42,8 @@ unsigned sm_class_for_align(size_t size, size_t align)
 	return NCLASS;
 }
 
-void sm_sizeclass_init(void)
+void sm_sizeclass_init(bool counted)
 {
 	for (unsigned i = 0; i <= CLASS_INDEX_MAX; i++)
-		sm_class_of[i] = (uint8_t)sm_size_to_class((size_t)i << 4);
+		sm_class_of[i] = (uint8_t)(counted ? NCLASS : sm_size_to_class((size_t)i << 4));
 }

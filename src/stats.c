@@ -2,9 +2,9 @@
  * thread, with plain increments, only when SLUBMALLOC_STATS=1 (struct sm_tstats, mapped at
  * thread start), and summed only when read; a thread that exits adds its counters to the
  * global ones (atomics) first. Every counting site is on a slow path: with the option set, the
- * bins' keys make every free take the slow path (cache.c, sm_thread_setup), where it is
- * counted; malloc's fastpath is never changed, and its count is derived exactly from the bins'
- * flows: popped = left in by refills + pushed by frees - taken out otherwise - still there.
+ * bins' keys make every free take the slow path (cache.c, sm_thread_setup) and the class table
+ * every malloc (sizeclass.c), where each is counted: the fastpaths' code is the same with the
+ * option set or not, and costs nothing more.
  * The figures of slabs and objects are read from the slabs' own words and the thread caches'
  * lengths (a census), so they need no counting at all and are right with the option unset.
  * Everything here writes with write(2) and reads /proc with read(2): nothing allocates.
@@ -55,7 +55,6 @@ struct census {
 	uint64_t slabs[NROWS];
 	uint64_t empty[NROWS];   /* unfrozen slabs with no object in use */
 	uint64_t held[NROWS];    /* of inuse: objects sitting in thread caches, or untouched */
-	uint64_t binlive[NROWS]; /* of held: objects in the size classes' bins */
 	uint64_t ev[NROWS][NEV];
 };
 
@@ -82,9 +81,8 @@ static void census_tcache(struct tcache *tc, void *arg)
 	struct census *k = arg;
 	sm_region_lock(); /* active slabs stay mapped while we read them */
 	for (unsigned i = 0; i < NCLASS; i++) {
-		uint32_t n = __atomic_load_n(&tc->bin[i].count, __ATOMIC_RELAXED);
-		k->binlive[i] += n;
-		k->held[i] += n + __atomic_load_n(&tc->rbin[i].count, __ATOMIC_RELAXED) +
+		k->held[i] += __atomic_load_n(&tc->bin[i].count, __ATOMIC_RELAXED) +
+			      __atomic_load_n(&tc->rbin[i].count, __ATOMIC_RELAXED) +
 			      __atomic_load_n(&tc->src[i].nspill, __ATOMIC_RELAXED) +
 			      untouched(__atomic_load_n(&tc->src[i].active, __ATOMIC_RELAXED));
 	}
@@ -147,9 +145,7 @@ static void row_of(const struct census *k, unsigned r, const struct cache *c,
 	o->num_slabs = k->slabs[r];
 	o->active_slabs = sat_sub(k->slabs[r], k->empty[r]);
 	const uint64_t *ev = k->ev[r];
-	if (r < NCLASS) /* typed caches' own fastpaths are not counted */
-		o->alloc_fastpath = sat_sub(ev[EV_BIN_IN] + ev[EV_FREE_FAST],
-					    ev[EV_BIN_OUT] + k->binlive[r]);
+	o->alloc_fastpath = ev[EV_ALLOC_FAST]; /* (typed caches' own fastpaths are not counted) */
 	o->alloc_slowpath = ev[EV_ALLOC_SLOW];
 	o->refill_takeall = ev[EV_REFILL_TAKEALL];
 	o->free_fastpath = ev[EV_FREE_FAST];
@@ -218,6 +214,9 @@ static size_t collect(struct census *k, struct slub_stats *t, struct slub_cache_
 	t->large_allocations = __atomic_load_n(&sm_stat_large, __ATOMIC_RELAXED);
 	t->slab_bytes_mapped = mapped;
 	t->bytes_in_use = t->small_bytes_in_use + t->large_bytes;
+	t->bytes_requested = __atomic_load_n(&sm_stat_large_req, __ATOMIC_RELAXED);
+	for (unsigned r = 0; r < NROWS; r++)
+		t->bytes_requested += k->ev[r][EV_BYTES];
 	t->bytes_mapped = mapped + t->large_bytes + cached;
 	t->bytes_resident = rss_bytes();
 	return n < max ? n : max;
@@ -302,6 +301,8 @@ void sm_stats_print(int fd)
 		sm_write(fd, "\n");
 	}
 	sm_write(fd, "# totals\n");
+	put_total(fd, "bytes_requested", t.bytes_requested,
+		  "asked for by every malloc so far; counted with SLUBMALLOC_STATS=1");
 	put_total(fd, "bytes_in_use", t.bytes_in_use, "objects at their class size, large blocks");
 	put_total(fd, "bytes_mapped", t.bytes_mapped, "slab regions, large blocks, cached ranges");
 	put_total(fd, "bytes_resident", t.bytes_resident, "RSS of the process");

@@ -130,11 +130,18 @@ static int child_events(void)
 {
 	enum { N = 3000 };
 	static void *v[N];
+	struct slub_stats t0;
+	slub_stats_get(&t0, NULL, 0);
 	struct slub_cache_stats r0 = row("kmalloc-2048");
 	for (int i = 0; i < N; i++)
 		if (!(v[i] = malloc(2000)))
 			return 2;
 	struct slub_cache_stats r1 = row("kmalloc-2048");
+	void *big = malloc(300000); /* a large block's request counts too */
+	struct slub_stats t1;
+	slub_stats_get(&t1, NULL, 0);
+	free(big);
+	uint64_t asked = t1.bytes_requested - t0.bytes_requested;
 	for (int i = 0; i < N; i++)
 		free(v[i]);
 	struct slub_cache_stats r2 = row("kmalloc-2048");
@@ -143,11 +150,15 @@ static int child_events(void)
 	uint64_t allocs = (r1.alloc_fastpath + r1.alloc_slowpath) -
 			  (r0.alloc_fastpath + r0.alloc_slowpath);
 	uint64_t frees = (r2.free_fastpath + r2.free_remote) - (r1.free_fastpath + r1.free_remote);
-	fprintf(stderr, "events: counted %d allocs %llu (slow %llu) frees %llu slabs +%llu\n",
+	fprintf(stderr, "events: counted %d allocs %llu (slow %llu) frees %llu slabs +%llu "
+		"bytes requested %llu\n",
 		t.events_counted, (unsigned long long)allocs,
 		(unsigned long long)(r1.alloc_slowpath - r0.alloc_slowpath),
 		(unsigned long long)frees,
-		(unsigned long long)(r1.slabs_allocated - r0.slabs_allocated));
+		(unsigned long long)(r1.slabs_allocated - r0.slabs_allocated),
+		(unsigned long long)asked);
+	if (asked != (uint64_t)N * 2000 + 300000)
+		return 1;
 	if (!t.events_counted || allocs != N || frees != N || r1.alloc_slowpath == r0.alloc_slowpath ||
 	    r1.slabs_allocated - r0.slabs_allocated < N / 32)
 		return 1;
