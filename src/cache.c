@@ -47,7 +47,10 @@
  *   slab->word: cas16 only. next/prev/on_partial, cache partial/nr_*: under the cache lock.
  *   region free_mask/dirty_mask/map/list: under the page lock (region.c).
  *   A debug cache (debug.c) has no bins: its dsrc is its own, under its dlock.
- * LOCK ORDER: orphan locks -> typed registry/table locks -> debug lock -> cache lock -> page lock. The large
+ *   A full bin's older half goes to the class's depot (depot.c) when it has room: objects
+ *   there are in use for their slabs, like those in bins, until a refill takes them.
+ * LOCK ORDER: orphan locks -> typed registry/table locks -> debug lock, depot lock -> cache
+ * lock -> page lock. The large
  * and block locks are taken with no other held, except by fork's prepare (preload/init.c),
  * which takes every lock in one fixed order.
  */
@@ -323,7 +326,12 @@ void *sm_refill(struct tcache *tc, unsigned cls)
 		sm_trim_self(tc);
 	struct bin *b = &tc->bin[cls];
 	struct cache *c = &sm_g.caches[cls];
-	b->count = sm_fill(c, tc->id, &tc->src[cls], b->slots, b->cap / 2 ? b->cap / 2 : 1);
+	uint32_t want = b->cap / 2 ? b->cap / 2 : 1;
+	b->count = 0;
+	if (!tc->src[cls].spill) /* another thread's full bin first: no links to follow */
+		b->count = sm_depot_take(cls, b->slots, want);
+	if (!b->count)
+		b->count = sm_fill(c, tc->id, &tc->src[cls], b->slots, want);
 	if (!b->count)
 		return NULL;
 	sm_count(c, EV_ALLOC_SLOW, 1);
@@ -431,7 +439,8 @@ void sm_flush(struct tcache *tc, unsigned cls)
 	}
 	struct bin *b = &tc->bin[cls];
 	uint32_t n = b->count / 2 ? b->count / 2 : b->count;
-	sm_free_array(b->slots, n);
+	if (!sm_depot_put(cls, b->slots, n)) /* to a thread that will allocate them, or */
+		sm_free_array(b->slots, n);  /* back to their slabs */
 	memmove(b->slots, b->slots + n, (b->count - n) * sizeof(void *));
 	b->count -= n;
 }
@@ -552,6 +561,7 @@ void sm_thread_teardown(struct tcache *tc)
 void sm_caches_lock_all(void)
 {
 	sm_lock(&block_lock);
+	sm_depot_lock_all();
 	for (unsigned i = 0; i < NCLASS; i++) {
 		sm_lock(&sm_g.caches[i].dlock);
 		sm_lock(&sm_g.caches[i].lock);
@@ -565,5 +575,6 @@ void sm_caches_unlock_all(bool reinit)
 		sm_unlock(&sm_g.caches[i].lock);
 		sm_unlock(&sm_g.caches[i].dlock);
 	}
+	sm_depot_unlock_all();
 	sm_unlock(&block_lock);
 }

@@ -264,6 +264,15 @@ void sm_thread_teardown(struct tcache *tc);
 void sm_caches_lock_all(void);
 void sm_caches_unlock_all(bool reinit);
 
+/* "depot.c": full bins' objects passed between threads (classes of 64 bytes and up) */
+bool sm_depot_put(unsigned cls, void **v, uint32_t n);          /* false: no room, or a class
+								  * below a cache line */
+uint32_t sm_depot_take(unsigned cls, void **out, uint32_t want);  /* how many */
+uint32_t sm_depot_held(unsigned cls);
+void sm_depot_drain(void);                                        /* all back to the slabs */
+void sm_depot_lock_all(void);
+void sm_depot_unlock_all(void);
+
 /* "typed.c": typed object caches */
 void sm_typed_gone(struct cache *c);          /* a dead typed cache lost its last slab */
 void sm_typed_register(struct tcache *tc);    /* a new live thread cache */

@@ -109,6 +109,7 @@ static void census_take(struct census *k)
 	sm_orphan_unlock_all(false);
 	for (unsigned i = 0; i < NCLASS; i++) {
 		struct cache *c = &sm_g.caches[i];
+		k->held[i] += sm_depot_held(i);
 		if (!c->debug)
 			continue;
 		sm_lock(&c->dlock);

@@ -1,8 +1,9 @@
 /* trim.c: giving memory back on request (malloc_trim). The calling thread drains its own
  * caches at once; every other thread drains its own at its next slow path (refill or flush),
  * told by sm_trim_gen moving on: a thread cache is written by its thread alone, so no thread
- * empties another's. Then every cache frees its empty slabs (the min_partial reserve too),
- * every dirty slab page is purged, and every cached large range is unmapped.
+ * empties another's. Then the depots go back to the slabs, every cache frees its empty slabs
+ * (the min_partial reserve too), every dirty slab page is purged, and every cached large range
+ * is unmapped.
  * Invariant: sm_trim_gen only grows; a thread's trim_gen is the last value it drained for. */
 #include "internal.h"
 
@@ -25,6 +26,7 @@ int sm_trim(void)
 		return 0;
 	__atomic_fetch_add(&sm_trim_gen, 1, __ATOMIC_RELAXED);
 	sm_trim_self(&sm_tc);
+	sm_depot_drain();
 	for (unsigned i = 0; i < NCLASS; i++) {
 		struct cache *c = &sm_g.caches[i];
 		if (c->debug) { /* its own source goes back too */

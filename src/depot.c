@@ -1,0 +1,86 @@
+/* depot.c: the depot (the kernel's "barn" for sheaves, Bonwick's magazine depot): per size class
+ * of a cache line or more, an array of free objects that threads' full bins sent away, taken by
+ * other threads' empty bins as pointer arrays. Objects freed by a thread that does not allocate
+ * them (a consumer) so reach the thread that does (a producer) without a chain of links written
+ * into the objects and followed one cache miss after another; they go back to their slabs only
+ * when the depot is full, or at malloc_trim. Classes below a cache line keep their objects
+ * apart per thread (fastpath.h) and never use it.
+ * Invariants: objects in a depot count as in use for their slabs (as objects in bins do);
+ * depots[c].n <= depot_cap(c); everything under the depot's lock, which is taken before a
+ * cache lock, never after. */
+#include <string.h>
+
+#include "internal.h"
+
+struct depot {
+	sm_lock_t lock;
+	uint32_t n;
+	void *objs[DEPOT_MAX];
+};
+
+static struct depot depots[NCLASS]; /* .bss: a class's pages are touched when it is used */
+
+static uint32_t depot_cap(unsigned cls)
+{
+	uint32_t cap = 2 * sm_g.caches[cls].cap;
+	return cap < DEPOT_MAX ? cap : DEPOT_MAX;
+}
+
+bool sm_depot_put(unsigned cls, void **v, uint32_t n)
+{
+	struct depot *d = &depots[cls];
+	if (sm_g.caches[cls].size < 64 || __atomic_load_n(&d->n, __ATOMIC_RELAXED) + n > depot_cap(cls))
+		return false;
+	sm_lock(&d->lock);
+	bool ok = d->n + n <= depot_cap(cls);
+	if (ok) {
+		memcpy(d->objs + d->n, v, n * sizeof *v);
+		__atomic_store_n(&d->n, d->n + n, __ATOMIC_RELAXED);
+	}
+	sm_unlock(&d->lock);
+	return ok;
+}
+
+uint32_t sm_depot_take(unsigned cls, void **out, uint32_t want)
+{
+	struct depot *d = &depots[cls];
+	if (!__atomic_load_n(&d->n, __ATOMIC_RELAXED))
+		return 0;
+	sm_lock(&d->lock);
+	uint32_t k = d->n < want ? d->n : want;
+	memcpy(out, d->objs + d->n - k, k * sizeof *out);
+	__atomic_store_n(&d->n, d->n - k, __ATOMIC_RELAXED);
+	sm_unlock(&d->lock);
+	return k;
+}
+
+uint32_t sm_depot_held(unsigned cls)
+{
+	return __atomic_load_n(&depots[cls].n, __ATOMIC_RELAXED);
+}
+
+/* malloc_trim: every depot's objects back to their slabs. */
+void sm_depot_drain(void)
+{
+	for (unsigned i = 0; i < NCLASS; i++) {
+		struct depot *d = &depots[i];
+		if (!__atomic_load_n(&d->n, __ATOMIC_RELAXED))
+			continue;
+		sm_lock(&d->lock);
+		sm_free_array(d->objs, d->n);
+		__atomic_store_n(&d->n, 0, __ATOMIC_RELAXED);
+		sm_unlock(&d->lock);
+	}
+}
+
+void sm_depot_lock_all(void)
+{
+	for (unsigned i = 0; i < NCLASS; i++)
+		sm_lock(&depots[i].lock);
+}
+
+void sm_depot_unlock_all(void)
+{
+	for (unsigned i = 0; i < NCLASS; i++)
+		sm_unlock(&depots[i].lock);
+}
