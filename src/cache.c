@@ -315,6 +315,7 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct src *src, void **out, u
 			return 0;
 		for (unsigned i = 0; i < s->pages; i++)
 			__atomic_store_n(&s[i].owner, (uint16_t)(c->size < 64 ? owner : 0), __ATOMIC_RELAXED);
+		__atomic_store_n(&s->freezer, owner, __ATOMIC_RELAXED);
 		src->active = s;
 	}
 }
@@ -439,8 +440,24 @@ void sm_flush(struct tcache *tc, unsigned cls)
 	}
 	struct bin *b = &tc->bin[cls];
 	uint32_t n = b->count / 2 ? b->count / 2 : b->count;
-	if (!sm_depot_put(cls, b->slots, n)) /* to a thread that will allocate them, or */
-		sm_free_array(b->slots, n);  /* back to their slabs */
+	if (sm_g.caches[cls].size >= 64) {
+		/* objects of slabs another thread froze go to the depot, for a thread that
+		 * allocates them; this thread's own go back to their slabs, to be taken again */
+		void *others[TCACHE_MAX];
+		uint32_t k = 0, own = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			void *o = b->slots[i];
+			if (__atomic_load_n(&slab_of((uintptr_t)o)->freezer, __ATOMIC_RELAXED) != tc->id)
+				others[k++] = o;
+			else
+				b->slots[own++] = o;
+		}
+		if (k && !sm_depot_put(cls, others, k))
+			sm_free_array(others, k);
+		sm_free_array(b->slots, own);
+	} else {
+		sm_free_array(b->slots, n);
+	}
 	memmove(b->slots, b->slots + n, (b->count - n) * sizeof(void *));
 	b->count -= n;
 }

@@ -46,6 +46,7 @@ struct slab {
 	uint8_t pages;            /* 64 KiB pages spanned */
 	uint8_t on_partial;       /* on cache->partial (cache lock) */
 	uint8_t shift;            /* size = odd part << shift */
+	uint16_t freezer;         /* head: the id of the thread that froze it last (depot.c) */
 	uint16_t owner;           /* objects smaller than a cache line: the id of the thread that
 				   * froze the slab last (others' frees of them go to their rbin);
 				   * 0 for larger objects, which any thread reuses */
