@@ -43,8 +43,11 @@
  *   tcache: its thread only (plain loads and stores; no atomics on the fastpath); its typed-
  *   cache state also by a thread destroying that cache, once the owner is quiet (typed.c);
  *   the orphan tcaches (alloc.c, typed.c) under their locks. Slot memory: a pool, block_lock.
- *   slab line 0: fixed at creation (tail pages get copies); carved by the freezing owner.
- *   slab->word: cas16 only. next/prev/on_partial, cache partial/nr_*: under the cache lock.
+ *   slab line 0: fixed at creation (tail pages get copies); carved by the freezing owner;
+ *   owner (every page) and freezer (head) written by the thread that freezes the slab, read by
+ *   any thread with relaxed atomics (a stale value only picks a bin, the rbin or the depot).
+ *   slab->word: cas16 only. next/prev/on_partial, cache partial/nr_*: under the cache lock
+ *   (partial is also peeked without it, relaxed, and checked again under it).
  *   region free_mask/dirty_mask/map/list: under the page lock (region.c).
  *   A debug cache (debug.c) has no bins: its dsrc is its own, under its dlock.
  *   A full bin's older half goes to the class's depot (depot.c) when it has room: objects
