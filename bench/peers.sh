@@ -1,10 +1,31 @@
-# bench/peers.sh: sourced by compare.sh and rss.sh. Finds the allocator libraries to compare
-# (the Debian packages' shared objects, or JEMALLOC_LIB/MIMALLOC_LIB/TCMALLOC_LIB/SLUBMALLOC_LIB)
-# and keeps those that really load under LD_PRELOAD. Expects from the caller: ALLOCATORS (names,
-# glibc first), BUILD_ABS (the build folder), and the functions note and die. Sets: LIB[name]
-# (absolute path, or "none" for glibc), AVAIL (the usable allocators, in ALLOCATORS' order),
-# SKIPPED (one "name: why" line each), NA (how many are usable).
+# bench/peers.sh: sourced by compare.sh and rss.sh; defines functions only. install_packages
+# installs the Debian packages that are missing (as root, with apt-get; INSTALL=0: never).
+# locate_allocators finds the allocator libraries to compare (the Debian packages' shared
+# objects, or JEMALLOC_LIB/MIMALLOC_LIB/TCMALLOC_LIB/SLUBMALLOC_LIB) and keeps those that really
+# load under LD_PRELOAD. Both expect from the caller the functions note and die;
+# locate_allocators also ALLOCATORS (names, glibc first) and BUILD_ABS (the build folder), and
+# sets LIB[name] (absolute path, or "none" for glibc), AVAIL (the usable allocators, in
+# ALLOCATORS' order), SKIPPED (one "name: why" line each) and NA (how many are usable).
 # shellcheck shell=bash
+
+install_packages() { # install_packages PACKAGE...
+	[ "$INSTALL" = 1 ] && command -v dpkg-query >/dev/null 2>&1 || return 0
+	local missing=() p
+	for p in "$@"; do
+		if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+			missing+=("$p")
+		fi
+	done
+	[ ${#missing[@]} -gt 0 ] || return 0
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		note "installing missing packages: ${missing[*]}"
+		apt-get update -qq >/dev/null || die "apt-get update failed"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
+			die "apt-get install ${missing[*]} failed"
+	else
+		note "missing packages (not root, not installing): ${missing[*]}"
+	fi
+}
 
 MULTIARCH=$(cc -print-multiarch 2>/dev/null || true)
 LIBDIRS=("/usr/lib/${MULTIARCH:-x86_64-linux-gnu}" /usr/lib64 /usr/lib /usr/local/lib)
@@ -23,47 +44,49 @@ find_lib() { # find_lib NAME... -> first existing path
 }
 
 declare -A LIB
-LIB[glibc]=none
-LIB[jemalloc]=${JEMALLOC_LIB:-$(find_lib libjemalloc.so.2 libjemalloc.so || echo "")}
-LIB[mimalloc]=${MIMALLOC_LIB:-$(find_lib libmimalloc.so.2 libmimalloc.so || echo "")}
-LIB[tcmalloc]=${TCMALLOC_LIB:-$(find_lib libtcmalloc_minimal.so.4 libtcmalloc.so.4 || echo "")}
-SLUB_DEFAULT="$BUILD_ABS/preload/libslubmalloc.so"
-LIB[slubmalloc]=${SLUBMALLOC_LIB:-$SLUB_DEFAULT}
-if [ ! -f "${LIB[slubmalloc]}" ]; then
-	if [ -n "${SLUBMALLOC_LIB:-}" ]; then
-		die "SLUBMALLOC_LIB=${SLUBMALLOC_LIB} does not exist"
-	fi
-	die "slubmalloc library not found at $SLUB_DEFAULT after the build (is preload/meson.build building it?); set SLUBMALLOC_LIB=/path/to/lib.so to override"
-fi
-
-# Checks that LD_PRELOAD of $1 really maps the library (ld.so only warns when it cannot).
-preload_works() {
-	local real maps
-	real=$(readlink -f "$1")
-	maps=$(env LD_PRELOAD="$1" cat /proc/self/maps 2>/dev/null) || return 1
-	[[ "$maps" == *"$real"* ]]
-}
-
-AVAIL=()
-SKIPPED=()
-for a in "${ALLOCATORS[@]}"; do
-	lib=${LIB[$a]}
-	if [ "$lib" = none ]; then
-		AVAIL+=("$a")
-	elif [ -z "$lib" ] || [ ! -e "$lib" ]; then
-		note "$a: library not found${lib:+ ($lib)}, skipping"
-		SKIPPED+=("$a: library not found${lib:+ ($lib)}")
-	else
-		LIB[$a]=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
-		if preload_works "${LIB[$a]}"; then
-			AVAIL+=("$a")
-		elif [ "$a" = slubmalloc ]; then
-			die "LD_PRELOAD=${LIB[$a]} does not load or crashes a trivial program (try: LD_PRELOAD=${LIB[$a]} cat /proc/self/maps)"
-		else
-			note "$a: LD_PRELOAD=${LIB[$a]} does not load, skipping"
-			SKIPPED+=("$a: $lib does not preload")
+locate_allocators() {
+	LIB[glibc]=none
+	LIB[jemalloc]=${JEMALLOC_LIB:-$(find_lib libjemalloc.so.2 libjemalloc.so || echo "")}
+	LIB[mimalloc]=${MIMALLOC_LIB:-$(find_lib libmimalloc.so.2 libmimalloc.so || echo "")}
+	LIB[tcmalloc]=${TCMALLOC_LIB:-$(find_lib libtcmalloc_minimal.so.4 libtcmalloc.so.4 || echo "")}
+	SLUB_DEFAULT="$BUILD_ABS/preload/libslubmalloc.so"
+	LIB[slubmalloc]=${SLUBMALLOC_LIB:-$SLUB_DEFAULT}
+	if [ ! -f "${LIB[slubmalloc]}" ]; then
+		if [ -n "${SLUBMALLOC_LIB:-}" ]; then
+			die "SLUBMALLOC_LIB=${SLUBMALLOC_LIB} does not exist"
 		fi
+		die "slubmalloc library not found at $SLUB_DEFAULT after the build (is preload/meson.build building it?); set SLUBMALLOC_LIB=/path/to/lib.so to override"
 	fi
-done
-# shellcheck disable=SC2034 # read by the caller
-NA=${#AVAIL[@]}
+
+	# Checks that LD_PRELOAD of $1 really maps the library (ld.so only warns when it cannot).
+	preload_works() {
+		local real maps
+		real=$(readlink -f "$1")
+		maps=$(env LD_PRELOAD="$1" cat /proc/self/maps 2>/dev/null) || return 1
+		[[ "$maps" == *"$real"* ]]
+	}
+
+	AVAIL=()
+	SKIPPED=()
+	for a in "${ALLOCATORS[@]}"; do
+		lib=${LIB[$a]}
+		if [ "$lib" = none ]; then
+			AVAIL+=("$a")
+		elif [ -z "$lib" ] || [ ! -e "$lib" ]; then
+			note "$a: library not found${lib:+ ($lib)}, skipping"
+			SKIPPED+=("$a: library not found${lib:+ ($lib)}")
+		else
+			LIB[$a]=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
+			if preload_works "${LIB[$a]}"; then
+				AVAIL+=("$a")
+			elif [ "$a" = slubmalloc ]; then
+				die "LD_PRELOAD=${LIB[$a]} does not load or crashes a trivial program (try: LD_PRELOAD=${LIB[$a]} cat /proc/self/maps)"
+			else
+				note "$a: LD_PRELOAD=${LIB[$a]} does not load, skipping"
+				SKIPPED+=("$a: $lib does not preload")
+			fi
+		fi
+	done
+	# shellcheck disable=SC2034 # read by the caller
+	NA=${#AVAIL[@]}
+}

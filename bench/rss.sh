@@ -93,24 +93,9 @@ done
 # ---------------------------------------------------------------- dependencies
 PACKAGES=(meson ninja-build gcc libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev
 	python3 python3-matplotlib)
-if [ "$INSTALL" = 1 ] && command -v dpkg-query >/dev/null 2>&1; then
-	missing=()
-	for p in "${PACKAGES[@]}"; do
-		if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-			missing+=("$p")
-		fi
-	done
-	if [ ${#missing[@]} -gt 0 ]; then
-		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-			note "installing missing packages: ${missing[*]}"
-			apt-get update -qq >/dev/null || die "apt-get update failed"
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
-				die "apt-get install ${missing[*]} failed"
-		else
-			note "missing packages (not root, not installing): ${missing[*]}"
-		fi
-	fi
-fi
+# shellcheck source=bench/peers.sh
+. "$ROOT/bench/peers.sh"
+install_packages "${PACKAGES[@]}"
 for tool in meson ninja cc timeout; do
 	command -v "$tool" >/dev/null 2>&1 || die "'$tool' not found (apt-get install meson ninja-build gcc)"
 done
@@ -152,8 +137,7 @@ PROG=$BUILD_ABS/bench/rss
 [ -x "$PROG" ] || die "$BUILD_DIR/bench/rss was not built (is it in bench/meson.build?)"
 
 # ---------------------------------------------------------------- allocator libraries
-# shellcheck source=bench/peers.sh
-. "$ROOT/bench/peers.sh"
+locate_allocators
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---------------------------------------------------------------- runs
