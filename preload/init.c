@@ -1,9 +1,9 @@
 /* init.c: process and thread life cycle. sm_init() runs once, on the first slow-path call,
  * whichever thread makes it, before main if need be; it never allocates: no dlsym, no stdio,
- * options read by walking environ (src/options.c). Then, with the engine ready (so that a malloc they may make
- * works), it registers the fork handlers and the thread-exit key.
- * fork: prepare takes every lock (orphan -> typed -> caches -> pages -> large); parent and child release
- * them. The child keeps the forking thread's cache; other threads' caches and active slabs are
+ * options read by walking environ (src/options.c). Then, with the engine ready (so that a
+ * malloc they may make works), it registers the fork handlers and the thread-exit key.
+ * fork: prepare takes every lock (orphan -> typed -> block, depots, debug and cache locks ->
+ * pages -> large); parent and child release them. The child keeps the forking thread's cache; other threads' caches and active slabs are
  * simply never used again (their objects stay allocated in the child).
  * Thread exit: the key's destructor hands the thread's objects and active slabs back and marks
  * the thread dead; later calls from it use the orphan cache (alloc.c). */

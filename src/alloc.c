@@ -99,7 +99,8 @@ void sm_free_slow(void *p)
 		if (!cap) {
 			sm_count(c, EV_FREE_REMOTE, 1);
 			sm_free_to_slab(s, p);
-		} else if (__atomic_load_n(&page_desc(a)->owner, __ATOMIC_RELAXED) != (c->size < 64 ? tc->id : 0)) {
+		} else if (__atomic_load_n(&page_desc(a)->owner, __ATOMIC_RELAXED) !=
+			   (c->size < 64 ? tc->id : 0)) {
 			struct bin *r = &tc->rbin[s->cls];
 			if (r->count && r->slots[r->count - 1] == p)
 				sm_fatal_in("double free", p, c);

@@ -85,8 +85,8 @@ SM_EXPORT void free_bulk(size_t n, void **ptrs)
 			c = b->count;
 			cap = b->cap;
 		}
-		if (likely(c < cap && __atomic_load_n(&s->owner, __ATOMIC_RELAXED) == b->key && (b->slots + c)[-1] != p &&
-			   slab_index(s, a) != UINT32_MAX)) {
+		if (likely(c < cap && __atomic_load_n(&s->owner, __ATOMIC_RELAXED) == b->key &&
+			   (b->slots + c)[-1] != p && slab_index(s, a) != UINT32_MAX)) {
 			b->slots[c++] = p;
 		} else {
 			b->count = c;

@@ -11,8 +11,9 @@
  * and is not checked); a free slot's free pointer is dmeta.fp (cache->fpoff), never inside the
  * object, so poison covers the whole object. With Z, the bytes from the requested size to the
  * right red zone's end are DBG_RZ_BYTE while allocated, and the left red zone always is. With
- * P, a free object's bytes are all DBG_POISON. Objects come from the cache's own spill chain and
- * active slab (sm_fill) (cache->dsrc) under cache->dlock, and go back with one push each (sm_free_to_slab). */
+ * P, a free object's bytes are all DBG_POISON. Objects come from the cache's own spill chain
+ * and active slab (cache->dsrc, through sm_fill) under cache->dlock, and go back with one push
+ * each (sm_free_to_slab). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
