@@ -1,5 +1,7 @@
 # bench/peers.sh: sourced by compare.sh and rss.sh; defines functions only. install_packages
 # installs the Debian packages that are missing (as root, with apt-get; INSTALL=0: never).
+# build_release builds the given targets in BUILD_ABS (set up as a release build if needed;
+# another buildtype is refused; needs BUILD_DIR, TMPD and PY).
 # locate_allocators finds the allocator libraries to compare (the Debian packages' shared
 # objects, or JEMALLOC_LIB/MIMALLOC_LIB/TCMALLOC_LIB/SLUBMALLOC_LIB) and keeps those that really
 # load under LD_PRELOAD. Both expect from the caller the functions note and die;
@@ -25,6 +27,29 @@ install_packages() { # install_packages PACKAGE...
 	else
 		note "missing packages (not root, not installing): ${missing[*]}"
 	fi
+}
+
+build_release() { # build_release TARGET...
+	note "building ($BUILD_DIR, release: $*) ..."
+	if [ ! -f "$BUILD_ABS/build.ninja" ]; then
+		if ! meson setup "$BUILD_ABS" --buildtype=release >"$TMPD/build.log" 2>&1; then
+			tail -n 30 "$TMPD/build.log" >&2
+			die "meson setup $BUILD_DIR failed (log above)"
+		fi
+	fi
+	if ! ninja -C "$BUILD_ABS" "$@" >>"$TMPD/build.log" 2>&1; then
+		tail -n 30 "$TMPD/build.log" >&2
+		die "ninja -C $BUILD_DIR failed (log above)"
+	fi
+	if grep -q 'warning:' "$TMPD/build.log"; then
+		note "the build printed warnings:"
+		grep -A3 'warning:' "$TMPD/build.log" | head -n 20 >&2
+	fi
+	BUILDTYPE=$(meson introspect --buildoptions "$BUILD_ABS" 2>/dev/null |
+		"$PY" -c 'import json,sys; print(next((o["value"] for o in json.load(sys.stdin) if o["name"]=="buildtype"), "unknown"))' ||
+		echo unknown)
+	[ "$BUILDTYPE" = release ] ||
+		die "$BUILD_DIR is configured with buildtype=$BUILDTYPE; benchmarks need a release build (meson configure $BUILD_DIR -Dbuildtype=release, or BUILD_DIR=build-release)"
 }
 
 MULTIARCH=$(cc -print-multiarch 2>/dev/null || true)

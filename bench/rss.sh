@@ -113,26 +113,7 @@ if [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" 
 	GIT_COMMIT+=" (uncommitted changes)"
 fi
 TARGETS=(preload/libslubmalloc.so bench/rss)
-note "building ($BUILD_DIR, release: ${TARGETS[*]}) ..."
-if [ ! -f "$BUILD_ABS/build.ninja" ]; then
-	if ! meson setup "$BUILD_ABS" --buildtype=release >"$TMPD/build.log" 2>&1; then
-		tail -n 30 "$TMPD/build.log" >&2
-		die "meson setup $BUILD_DIR failed (log above)"
-	fi
-fi
-if ! ninja -C "$BUILD_ABS" "${TARGETS[@]}" >>"$TMPD/build.log" 2>&1; then
-	tail -n 30 "$TMPD/build.log" >&2
-	die "ninja -C $BUILD_DIR failed (log above)"
-fi
-if grep -q 'warning:' "$TMPD/build.log"; then
-	note "the build printed warnings:"
-	grep -A3 'warning:' "$TMPD/build.log" | head -n 20 >&2
-fi
-BUILDTYPE=$(meson introspect --buildoptions "$BUILD_ABS" 2>/dev/null |
-	"$PY" -c 'import json,sys; print(next((o["value"] for o in json.load(sys.stdin) if o["name"]=="buildtype"), "unknown"))' ||
-	echo unknown)
-[ "$BUILDTYPE" = release ] ||
-	die "$BUILD_DIR is configured with buildtype=$BUILDTYPE; benchmarks need a release build (meson configure $BUILD_DIR -Dbuildtype=release, or BUILD_DIR=build-release)"
+build_release "${TARGETS[@]}"
 PROG=$BUILD_ABS/bench/rss
 [ -x "$PROG" ] || die "$BUILD_DIR/bench/rss was not built (is it in bench/meson.build?)"
 
