@@ -272,6 +272,8 @@ import os
 import statistics
 import sys
 
+from mdtable import md_table  # bench/mdtable.py, copied next to this file
+
 PEERS_NOTE = "peers = every other allocator, glibc included"
 
 
@@ -569,18 +571,6 @@ def report(raw_path, spec_path, env_path, report_path, stamp, allocs, runs_n, wa
         print("chart: " + err, file=sys.stderr)
 
 
-def md_table(header, rows, right):
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-              for i, h in enumerate(header)]
-
-    def row(cells):
-        return "| " + " | ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i])
-                                 for i, c in enumerate(cells)) + " |"
-    sep = "|" + "|".join(("-" * (w + 1) + ":") if i in right else ("-" * (w + 2))
-                         for i, w in enumerate(widths)) + "|"
-    return "\n".join([row(header), sep] + [row(r) for r in rows])
-
-
 if __name__ == "__main__":
     if sys.argv[1] == "line":
         raw, spec_path, wl, allocs = sys.argv[2:6]
@@ -591,6 +581,7 @@ if __name__ == "__main__":
         report(raw, spec_path, env_path, report_path, stamp, allocs.split(), int(runs_n),
                int(warmup))
 PYEOF
+cp "$ROOT/bench/mdtable.py" "$TMPD/"
 
 SPEC="$TMPD/spec.tsv"
 : >"$SPEC"

@@ -213,6 +213,8 @@ import statistics
 import subprocess
 import sys
 
+from mdtable import md_table  # bench/mdtable.py, copied next to this file
+
 PEERS = ("glibc", "jemalloc", "mimalloc", "tcmalloc")
 COLORS = {"glibc": "#999999", "jemalloc": "#d95f02", "mimalloc": "#1b9e77",
           "tcmalloc": "#7570b3", "slubmalloc": "#e7298a"}
@@ -286,18 +288,6 @@ def chart_gnuplot(png, series, title, tmpd):
               "set xlabel 'time since start (s)'\nset ylabel 'RSS (MiB)'\nset yrange [0:*]\n"
               "set grid\nplot %s\n" % (png, title, ", ".join(plots)))
     subprocess.run([gp], input=script, text=True, check=True, capture_output=True)
-
-
-def md_table(header, rows, right):
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-              for i, h in enumerate(header)]
-
-    def row(cells):
-        return "| " + " | ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i])
-                                 for i, c in enumerate(cells)) + " |"
-    sep = "|" + "|".join(("-" * (w + 1) + ":") if i in right else ("-" * (w + 2))
-                         for i, w in enumerate(widths)) + "|"
-    return "\n".join([row(header), sep] + [row(r) for r in rows])
 
 
 def main(raw, env_path, results_dir, stamp, allocs, mib_arg, idle, tmpd):
@@ -424,6 +414,7 @@ if __name__ == "__main__":
     raw, env_path, results_dir, stamp, allocs, mib_arg, idle, tmpd = sys.argv[1:9]
     main(raw, env_path, results_dir, stamp, allocs.split(), mib_arg, idle, tmpd)
 PYEOF
+cp "$ROOT/bench/mdtable.py" "$TMPD/"
 
 "$PY" "$TMPD/report.py" "$RAW" "$TMPD/env.md" bench/results "$STAMP" "${AVAIL[*]}" "$MIB" \
 	"$IDLE" "$TMPD"
