@@ -1,5 +1,5 @@
 /* arch_x86_64.h: the processor layer: the 16-byte compare-and-swap (lock cmpxchg16b), pause,
- * the TSC, and branch hints. Nothing here calls the OS.
+ * the TSC, the AVX2 check, and branch hints. Nothing here calls the OS.
  * Invariant: a word given to cas16() is 16-byte aligned (else the CPU raises #GP). */
 #ifndef SM_ARCH_X86_64_H
 #define SM_ARCH_X86_64_H
@@ -52,6 +52,25 @@ static inline bool cas16(dword_t *w, dword_t *old, dword_t new)
 static inline void cpu_relax(void)
 {
 	__asm__ __volatile__("pause" ::: "memory");
+}
+
+/* Whether AVX2 may be used: the CPU has it (CPUID leaf 7) and the OS saves the YMM state
+ * (OSXSAVE, and XCR0's SSE and AVX bits). */
+static inline bool cpu_has_avx2(void)
+{
+	uint32_t a, b, c, d;
+	__asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0), "c"(0));
+	if (a < 7)
+		return false;
+	__asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
+	if (!(c & (1u << 27)) || !(c & (1u << 28))) /* OSXSAVE, AVX */
+		return false;
+	uint32_t xlo, xhi;
+	__asm__("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+	if ((xlo & 6) != 6)
+		return false;
+	__asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
+	return b & (1u << 5);
 }
 
 static inline uint64_t rdtsc(void)

@@ -1,13 +1,16 @@
 /* bulk.c: malloc_bulk and free_bulk, after the kernel's kmem_cache_alloc_bulk/free_bulk.
- * Allocation takes whole runs of objects from the thread's bin (one copy), then straight
+ * Allocation: when the thread's bin holds n objects, one copy of its top n pointers and one
+ * store of the count (no per-object branch); otherwise whole runs from the bin, then straight
  * from the slab sources (spill chain, take-all, carving) into the caller's array: never n trips
- * through malloc. Free walks the array keeping the slab of the previous pointer (objects of
- * one slab usually sit together, so most lookups are two compares), checks each pointer as
- * free() does and pushes it onto the thread's bin; a full bin sends its older half back
- * grouped by slab, one cmpxchg16b per slab. All or nothing: when memory runs out, everything
+ * through malloc. Free: a run of pointers into one slab is checked against that slab's
+ * descriptor, read once per run (object index: one multiply and a rotate; the previous pointer
+ * kept in a register stands in for the top-of-bin double-free check) and pushed onto the bin
+ * with no other branch; a pointer outside the run starts the next run, and one that fails a
+ * check, or finds the bin full, takes free()'s slow path (report, or flush of the older half
+ * grouped by slab, one cmpxchg16b per slab). All or nothing: when memory runs out, everything
  * taken is given back and malloc_bulk returns 0 with errno ENOMEM. */
 #include <errno.h>
-#include <string.h>
+#include <immintrin.h>
 
 #include "fastpath.h"
 #include "internal.h"
@@ -29,14 +32,30 @@ static size_t alloc_each(size_t size, size_t n, void **ptrs)
 	return n;
 }
 
-SM_EXPORT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
+/* dst[0, n) = src[0, n), two pointers per move, inline (short runs: no call to memcpy). */
+static inline void copy_ptrs(void **dst, void *const *src, size_t n)
 {
-	if (!n)
-		return 0;
-	if (!ptrs)
-		return errno = EINVAL, 0;
-	if (n == 1) /* a call's own cost is more than one object's: the fastpath does it */
-		return (ptrs[0] = sm_alloc_fast(size)) ? 1 : 0;
+	size_t i = 0;
+	for (; i + 2 <= n; i += 2)
+		__builtin_memcpy(dst + i, src + i, 2 * sizeof(void *));
+	if (i < n)
+		dst[i] = src[i];
+}
+
+/* The same with 32-byte moves: the stores free_bulk's AVX2 run check loads back. */
+static __attribute__((noinline, target("avx2"))) size_t copy_ptrs_avx2(void **dst,
+								      void *const *src, size_t n)
+{
+	size_t i = 0;
+	for (; i + 4 <= n; i += 4)
+		_mm256_storeu_si256((__m256i *)(void *)(dst + i),
+				    _mm256_loadu_si256((const __m256i *)(const void *)(src + i)));
+	copy_ptrs(dst + i, src + i, n - i);
+	return n;
+}
+
+static SM_COLD size_t alloc_slow(size_t size, size_t n, void **ptrs)
+{
 	if (unlikely(!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE)))
 		sm_init();
 	if (size > MAX_SMALL)
@@ -54,46 +73,74 @@ SM_EXPORT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 	return got == n ? n : bulk_fail(got, ptrs);
 }
 
+SM_EXPORT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
+{
+	if (unlikely(!n))
+		return 0;
+	if (unlikely(!ptrs))
+		return errno = EINVAL, 0;
+	if (n == 1) /* a call's own cost is more than one object's: the fastpath does it */
+		return (ptrs[0] = sm_alloc_fast(size)) ? 1 : 0;
+	if (likely(size <= MAX_SMALL)) {
+		/* the fastpath's bin; empty (cap 0) in debug and stats modes and until the thread
+		 * is set up, so those go to alloc_slow */
+		struct bin *b = &sm_tc.bin[sm_class_of[(size + 15) >> 4]];
+		uint32_t c = b->count;
+		if (likely(c >= n)) {
+			c -= (uint32_t)n;
+			b->count = c;
+			if (n >= 4 && sm_g.avx2)
+				return copy_ptrs_avx2(ptrs, b->slots + c, n); /* a tail call */
+			copy_ptrs(ptrs, b->slots + c, n);
+			return n;
+		}
+	}
+	return alloc_slow(size, n, ptrs);
+}
+
+#define RUNS_VEC 0
+#define RUNS_NAME free_runs
+#include "bulk_runs.h"
+#undef RUNS_VEC
+#undef RUNS_NAME
+#define RUNS_VEC 1
+#define RUNS_NAME free_runs_avx2
+#include "bulk_runs.h"
+
+static SM_COLD void free_rest(struct tcache *tc, size_t i, size_t n, void **ptrs)
+{
+	do {
+		if (ptrs[i])
+			sm_free_slow(ptrs[i]); /* flush, report, large, or a thread without a cache */
+		i = free_runs(tc, i + 1, n, ptrs);
+	} while (i < n);
+}
+
+/* The body of free_bulk for n > 1 (tc: the caller's thread cache). */
+#define FREE_BULK_BODY(runs)                                                                \
+	do {                                                                                \
+		struct tcache *tc = &sm_tc;                                                 \
+		size_t i = runs(tc, 0, n, ptrs);                                            \
+		if (unlikely(i < n))                                                        \
+			free_rest(tc, i, n, ptrs);                                          \
+	} while (0)
+
+static __attribute__((noinline, target("avx2"))) void free_bulk_avx2(size_t n, void **ptrs)
+{
+	FREE_BULK_BODY(free_runs_avx2);
+}
+
 SM_EXPORT void free_bulk(size_t n, void **ptrs)
 {
-	if (!ptrs)
+	if (unlikely(!ptrs))
 		return;
 	if (n == 1) {
 		sm_free_fast(ptrs[0]);
 		return;
 	}
-	struct tcache *tc = &sm_tc;
-	struct slab *s = NULL;
-	struct bin *b = &tc->bin[NCLASS]; /* the bin of s's class; NCLASS: none (cap 0) */
-	uint32_t c = b->count, cap = b->cap;
-	uintptr_t lo = 0, span = 0; /* the last slab's objects: [lo, lo + span) */
-	for (size_t i = 0; i < n; i++) {
-		void *p = ptrs[i];
-		uintptr_t a = (uintptr_t)p;
-		if (unlikely(a - lo >= span)) {
-			if (!p)
-				continue;
-			b->count = c;
-			if (!region_is_ours(a) || !(s = slab_of(a))) {
-				lo = span = 0;
-				sm_free_slow(p); /* large, or not ours: reported there */
-				continue;
-			}
-			lo = (uintptr_t)s->start;
-			span = (uintptr_t)s->objects * s->size;
-			b = &tc->bin[s->cls];
-			c = b->count;
-			cap = b->cap;
-		}
-		if (likely(c < cap && __atomic_load_n(&s->owner, __ATOMIC_RELAXED) == b->key &&
-			   (b->slots + c)[-1] != p && slab_index(s, a) != UINT32_MAX)) {
-			b->slots[c++] = p;
-		} else {
-			b->count = c;
-			sm_free_slow(p); /* flush, report, or a thread without a cache */
-			c = b->count;
-			cap = b->cap;
-		}
+	if (n >= 4 && sm_g.avx2) {
+		free_bulk_avx2(n, ptrs); /* a tail call */
+		return;
 	}
-	b->count = c;
+	FREE_BULK_BODY(free_runs);
 }

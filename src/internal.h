@@ -120,6 +120,7 @@ struct tcache {
 	struct src src[NCLASS];       /* slowpath: what refills come from */
 	void **block;                 /* the memory of the size classes' slots arrays */
 	uint32_t state;               /* enum tstate */
+	uint16_t bulk_hint;           /* free_bulk: the class of its last run (a guess) */
 	uint16_t id;                  /* this thread's id, 1..65535 (two threads may share one: a
 				       * cost, false sharing, never an error), for slab->owner */
 	/* typed caches (typed.c): touched only inside slub_cache_* calls, which keep tepoch odd
@@ -155,6 +156,7 @@ extern struct sm_options sm_opt;
 struct sm_global {
 	uint64_t secret;          /* freelist hardening key */
 	int ready;                /* init finished (acquire/release) */
+	bool avx2;                /* free_bulk may check pointers four at a time (bulk.c) */
 	struct cache caches[NCLASS];
 };
 

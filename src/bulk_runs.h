@@ -1,0 +1,107 @@
+/* bulk_runs.h: free_bulk's loop over runs, included twice by bulk.c: as RUNS_NAME with
+ * RUNS_VEC 0 (any x86-64, inlined), and with RUNS_VEC 1 as a function built for AVX2, which
+ * free_bulk jumps to when the CPU has it (sm_g.avx2) and which checks four pointers at a
+ * time, from the start of each run (malloc_bulk's AVX2 copy stores 32 bytes at those offsets,
+ * so the loads are served by its stores; a load across several recent smaller stores would
+ * wait for them to reach the cache).
+ * RUNS_NAME(tc, i, n, ptrs) frees ptrs[i..n) while every check passes, calling nothing, and
+ * returns the index of the first pointer it leaves to free()'s slow path (n: none).
+ * A run is a stretch of pointers into one slab, checked against the descriptor d of the first
+ * one's page, whose read-only fields are read once per run:
+ *   - the object index (slab_index's test, exact: inside the slab and on an object boundary;
+ *     a page of no slab has objects == 0 and fails it);
+ *   - a pointer equal to the one before it (for the first, the bin's top: slots[-1] is a NULL
+ *     guard) is a double free: it ends the run, and the next round's first-pointer check
+ *     leaves it to the slow path, which reports it;
+ *   - the owner check and the choice of bin are free()'s (fastpath.h), once per run.
+ * The vector check works on 32-bit offsets (a slab spans less than 4 GiB): off < 2^32 and
+ * rotr32((uint32)off * inv32, k) < objects, where inv32 (inv's low half) is the inverse of
+ * size's odd part mod 2^32: the same divisibility test as slab_index, in 32 bits. */
+
+#if RUNS_VEC
+/* Whether the four pointers o are objects of the run's slab, each unlike the one before it
+ * (prev: the pointer before o's first, then o's first three). */
+static inline __attribute__((always_inline, target("avx2"))) bool
+group_ok(__m256i o, __m256i prev, __m256i lov, __m256i invv, __m128i kv, __m256i lastv)
+{
+	__m256i off = _mm256_sub_epi64(o, lov);
+	__m256i x = _mm256_mul_epu32(off, invv);            /* low halves: (uint32)off * inv32 */
+	x = _mm256_shuffle_epi32(x, _MM_SHUFFLE(2, 2, 0, 0)); /* each lane: x << 32 | x */
+	__m256i idx = _mm256_and_si256(_mm256_srl_epi64(x, kv), _mm256_set1_epi64x(0xffffffff));
+	__m256i bad = _mm256_or_si256(_mm256_cmpgt_epi64(idx, lastv),
+				      _mm256_cmpgt_epi64(_mm256_srli_epi64(off, 32),
+							 _mm256_setzero_si256()));
+	bad = _mm256_or_si256(bad, _mm256_cmpeq_epi64(o, prev));
+	return _mm256_testz_si256(bad, bad);
+}
+#define RUNS_ATTR inline __attribute__((always_inline, target("avx2")))
+#else
+#define RUNS_ATTR inline __attribute__((always_inline))
+#endif
+
+static RUNS_ATTR size_t RUNS_NAME(struct tcache *tc, size_t i, size_t n, void **ptrs)
+{
+	/* the class of the last run: its bin's address is known before the first pointer's
+	 * descriptor is read, so the bin's count is not on the chain of loads from p */
+	unsigned hint = tc->bulk_hint;
+	void **src = ptrs + i, **end = ptrs + n;
+	while (src != end) {
+		uintptr_t a = (uintptr_t)*src;
+		if (unlikely(!region_is_ours(a)))
+			break; /* NULL, large, or not ours */
+		struct slab *d = page_desc(a);
+		struct bin *b = &tc->bin[hint];
+		if (unlikely(d->cls != hint)) {
+			hint = d->cls;
+			tc->bulk_hint = (uint16_t)hint;
+			b = &tc->bin[hint];
+		}
+		if (unlikely(__atomic_load_n(&d->owner, __ATOMIC_RELAXED) != b->key))
+			b = &tc->rbin[hint]; /* another thread's sub-line object (fastpath.h) */
+		uint32_t c = b->count, room = b->cap - c;
+		if (unlikely((int32_t)room <= 0))
+			break; /* full (flush), or a thread without a cache */
+		uintptr_t lo = (uintptr_t)d->start;
+		uint64_t inv = d->inv, objects = d->objects;
+		unsigned k = d->shift;
+		void **dst = b->slots + c, **first = src;
+		void **stop = (size_t)(end - src) < room ? end : src + room;
+		void *top = dst[-1];
+#if RUNS_VEC
+		/* groups of four from the run's first pointer: 32-byte loads at the offsets
+		 * malloc_bulk stores at, so they are served by its stores (store forwarding) */
+		if (stop - src >= 4) {
+			__m256i lov = _mm256_set1_epi64x((long long)lo);
+			__m256i invv = _mm256_set1_epi64x((long long)inv);
+			__m128i kv = _mm_cvtsi32_si128((int)k);
+			__m256i lastv = _mm256_set1_epi64x((long long)(objects - 1));
+			__m256i before = _mm256_set1_epi64x((long long)(uintptr_t)top);
+			do {
+				__m256i o = _mm256_loadu_si256((const __m256i *)(const void *)src);
+				__m256i prev = _mm256_blend_epi32(
+					_mm256_permute4x64_epi64(o, _MM_SHUFFLE(2, 1, 0, 0)), before, 3);
+				if (!group_ok(o, prev, lov, invv, kv, lastv))
+					break;
+				_mm256_storeu_si256((__m256i *)(void *)dst, o);
+				before = _mm256_permute4x64_epi64(o, _MM_SHUFFLE(3, 3, 3, 3));
+				src += 4;
+				dst += 4;
+			} while (stop - src >= 4);
+			top = dst[-1];
+		}
+#endif
+		for (; src != stop; src++) {
+			void *o = *src;
+			uint64_t q = ((uintptr_t)o - lo) * inv;
+			if (((q >> k) | (q << ((64 - k) & 63))) >= objects || o == top)
+				break;
+			*dst++ = top = o;
+		}
+		if (unlikely(src == first))
+			break; /* its first pointer failed a check: the slow path reports it */
+		b->count = (uint32_t)(dst - b->slots);
+	}
+	return (size_t)(src - ptrs);
+}
+
+#undef RUNS_ATTR
