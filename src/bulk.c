@@ -112,22 +112,39 @@ static SM_COLD void free_rest(struct tcache *tc, size_t i, size_t n, void **ptrs
 	do {
 		if (ptrs[i])
 			sm_free_slow(ptrs[i]); /* flush, report, large, or a thread without a cache */
-		i = free_runs(tc, i + 1, n, ptrs);
+		i = free_runs(tc, i + 1, n, ptrs, NULL);
 	} while (i < n);
 }
 
-/* The body of free_bulk for n > 1 (tc: the caller's thread cache). */
-#define FREE_BULK_BODY(runs)                                                                \
-	do {                                                                                \
-		struct tcache *tc = &sm_tc;                                                 \
-		size_t i = runs(tc, 0, n, ptrs);                                            \
-		if (unlikely(i < n))                                                        \
-			free_rest(tc, i, n, ptrs);                                          \
-	} while (0)
-
 static __attribute__((noinline, target("avx2"))) void free_bulk_avx2(size_t n, void **ptrs)
 {
-	FREE_BULK_BODY(free_runs_avx2);
+	struct tcache *tc = &sm_tc;
+	size_t i = free_runs_avx2(tc, 0, n, ptrs, NULL);
+	if (unlikely(i < n))
+		free_rest(tc, i, n, ptrs);
+}
+
+static __attribute__((noinline, target("avx2"))) size_t typed_runs_avx2(struct tcache *tc,
+									size_t i, size_t n,
+									void **ptrs,
+									struct cache *c)
+{
+	return free_runs_avx2(tc, i, n, ptrs, c);
+}
+
+size_t sm_bulk_runs(struct tcache *tc, size_t i, size_t n, void **ptrs, struct cache *typed)
+{
+	if (n - i >= 4 && sm_g.avx2)
+		return typed_runs_avx2(tc, i, n, ptrs, typed);
+	return free_runs(tc, i, n, ptrs, typed);
+}
+
+void sm_copy_ptrs(void **dst, void *const *src, size_t n)
+{
+	if (n >= 4 && sm_g.avx2)
+		copy_ptrs_avx2(dst, src, n);
+	else
+		copy_ptrs(dst, src, n);
 }
 
 SM_EXPORT void free_bulk(size_t n, void **ptrs)
@@ -142,5 +159,8 @@ SM_EXPORT void free_bulk(size_t n, void **ptrs)
 		free_bulk_avx2(n, ptrs); /* a tail call */
 		return;
 	}
-	FREE_BULK_BODY(free_runs);
+	struct tcache *tc = &sm_tc;
+	size_t i = free_runs(tc, 0, n, ptrs, NULL);
+	if (unlikely(i < n))
+		free_rest(tc, i, n, ptrs);
 }

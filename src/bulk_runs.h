@@ -4,8 +4,11 @@
  * time, from the start of each run (malloc_bulk's AVX2 copy stores 32 bytes at those offsets,
  * so the loads are served by its stores; a load across several recent smaller stores would
  * wait for them to reach the cache).
- * RUNS_NAME(tc, i, n, ptrs) frees ptrs[i..n) while every check passes, calling nothing, and
- * returns the index of the first pointer it leaves to free()'s slow path (n: none).
+ * RUNS_NAME(tc, i, n, ptrs, typed) frees ptrs[i..n) while every check passes, calling nothing,
+ * and returns the index of the first pointer it leaves to the slow path (n: none). With typed
+ * NULL, objects of the size classes go to the thread's bins, as free() would put them; with a
+ * typed cache (slub_cache_free_bulk: the caller has entered, and tc's tbin serves it), every
+ * pointer must be an object of that cache, checked once per run, and goes to its tbin.
  * A run is a stretch of pointers into one slab, checked against the descriptor d of the first
  * one's page, whose read-only fields are read once per run:
  *   - the object index (slab_index's test, exact: inside the slab and on an object boundary;
@@ -39,7 +42,8 @@ group_ok(__m256i o, __m256i prev, __m256i lov, __m256i invv, __m128i kv, __m256i
 #define RUNS_ATTR inline __attribute__((always_inline))
 #endif
 
-static RUNS_ATTR size_t RUNS_NAME(struct tcache *tc, size_t i, size_t n, void **ptrs)
+static RUNS_ATTR size_t RUNS_NAME(struct tcache *tc, size_t i, size_t n, void **ptrs,
+				  struct cache *typed)
 {
 	/* the class of the last run: its bin's address is known before the first pointer's
 	 * descriptor is read, so the bin's count is not on the chain of loads from p */
@@ -50,14 +54,21 @@ static RUNS_ATTR size_t RUNS_NAME(struct tcache *tc, size_t i, size_t n, void **
 		if (unlikely(!region_is_ours(a)))
 			break; /* NULL, large, or not ours */
 		struct slab *d = page_desc(a);
-		struct bin *b = &tc->bin[hint];
-		if (unlikely(d->cls != hint)) {
-			hint = d->cls;
-			tc->bulk_hint = (uint16_t)hint;
+		struct bin *b;
+		if (typed) {
+			if (unlikely(d->cache != typed))
+				break; /* not an object of this cache (or of no slab) */
+			b = &tc->tbin[typed->id];
+		} else {
 			b = &tc->bin[hint];
+			if (unlikely(d->cls != hint)) {
+				hint = d->cls;
+				tc->bulk_hint = (uint16_t)hint;
+				b = &tc->bin[hint];
+			}
+			if (unlikely(__atomic_load_n(&d->owner, __ATOMIC_RELAXED) != b->key))
+				b = &tc->rbin[hint]; /* another thread's sub-line object */
 		}
-		if (unlikely(__atomic_load_n(&d->owner, __ATOMIC_RELAXED) != b->key))
-			b = &tc->rbin[hint]; /* another thread's sub-line object (fastpath.h) */
 		uint32_t c = b->count, room = b->cap - c;
 		if (unlikely((int32_t)room <= 0))
 			break; /* full (flush), or a thread without a cache */

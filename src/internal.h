@@ -123,9 +123,9 @@ struct tcache {
 	uint16_t bulk_hint;           /* free_bulk: the class of its last run (a guess) */
 	uint16_t id;                  /* this thread's id, 1..65535 (two threads may share one: a
 				       * cost, false sharing, never an error), for slab->owner */
-	/* typed caches (typed.c): touched only inside slub_cache_* calls, which keep tepoch odd
-	 * meanwhile, and by slub_cache_destroy of another thread once tepoch says quiet */
-	uint64_t tepoch;
+	/* typed caches (typed.c): touched only inside slub_cache_* calls, which set tin to their
+	 * cache meanwhile, and by slub_cache_destroy of another thread once tin is not it */
+	struct cache *tin;
 	struct cache *tfor[MAX_TYPED];   /* the cache tbin[id] serves (NULL: none) */
 	struct bin tbin[MAX_TYPED];
 	struct src tsrc[MAX_TYPED];
@@ -275,6 +275,10 @@ uint32_t sm_depot_held(unsigned cls);
 void sm_depot_drain(void);                                        /* all back to the slabs */
 void sm_depot_lock_all(void);
 void sm_depot_unlock_all(void);
+
+/* "bulk.c": the run check of free_bulk, and pointer copies (AVX2 when the CPU has it) */
+size_t sm_bulk_runs(struct tcache *tc, size_t i, size_t n, void **ptrs, struct cache *typed);
+void sm_copy_ptrs(void **dst, void *const *src, size_t n);
 
 /* "typed.c": typed object caches */
 void sm_typed_gone(struct cache *c);          /* a dead typed cache lost its last slab */

@@ -7,17 +7,20 @@
  * so it goes straight back to its slab.
  *
  * DESTROY WITH OTHER THREADS ALIVE (the kernel flushes every CPU's cache; so must we):
- *   caller of a slub_cache_* call:  tepoch++ (odd); compiler barrier; load c->dead; use its
- *                                   tbin/tsrc; tepoch++ (even, release)
- *   slub_cache_destroy(c):          c->dead = 1; membarrier(PRIVATE_EXPEDITED); then for every
- *                                   registered thread: wait while its tepoch stays at an odd
- *                                   value; drain its state for c.
+ *   caller of a slub_cache_* call on c:  tin = c; compiler barrier; load c->dead; use its
+ *                                        tbin/tsrc; tin = NULL (release)
+ *   slub_cache_destroy(c):               c->dead = 1; membarrier(PRIVATE_EXPEDITED); then for
+ *                                        every registered thread: wait while its tin is c;
+ *                                        drain its state for c.
  *   membarrier runs a full barrier on every running thread of the process (a descheduled one
  *   has passed a context switch), so each thread's call either began after that barrier (and
- *   its load of c->dead sees 1: it leaves c's state alone) or its odd tepoch is visible to the
+ *   its load of c->dead sees 1: it leaves c's state alone) or its tin = c is visible to the
  *   destroyer, which waits for the call to end. Without membarrier (old kernels) each call
- *   issues a full fence instead, chosen once. Registry changes (thread start/exit) and drains
- *   hold registry_lock; a thread drains its own typed state at exit under it.
+ *   issues a full fence instead, chosen once. A call that sees c dead clears tin within a few
+ *   instructions, so the wait ends even while a thread keeps calling on c. tin is stored, never
+ *   read, by its thread: calls are not chained through a counter in memory. Registry changes
+ *   (thread start/exit) and drains hold registry_lock; a thread drains its own typed state at
+ *   exit under it.
  * Invariants: an id is reused only after the destroyed cache that held it has lost its last
  * slab (sm_typed_gone), and its state was drained in every thread before that; the ctor runs
  * once per object, when it is carved; SLUB_ZERO caches clear each object on allocation.
@@ -57,9 +60,9 @@ static void choose_barrier(void)
 	__atomic_store_n(&use_membarrier, ok, __ATOMIC_RELEASE);
 }
 
-static inline void enter(struct tcache *tc)
+static inline void enter(struct tcache *tc, struct cache *c)
 {
-	__atomic_store_n(&tc->tepoch, tc->tepoch + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&tc->tin, c, __ATOMIC_RELAXED);
 	if (use_membarrier)
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	else
@@ -68,7 +71,7 @@ static inline void enter(struct tcache *tc)
 
 static inline void leave(struct tcache *tc)
 {
-	__atomic_store_n(&tc->tepoch, tc->tepoch + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&tc->tin, NULL, __ATOMIC_RELEASE);
 }
 
 void sm_typed_register(struct tcache *tc)
@@ -246,7 +249,7 @@ static size_t alloc_n(struct cache *c, size_t n, void **out)
 		sm_thread_start(tc);
 	size_t got;
 	if (likely(tc->state == T_LIVE)) {
-		enter(tc);
+		enter(tc, c);
 		got = take(tc, c, n, out);
 		leave(tc);
 	} else {
@@ -262,24 +265,29 @@ static size_t alloc_n(struct cache *c, size_t n, void **out)
 	return got;
 }
 
-static void free_n(struct cache *c, size_t n, void **ptrs)
+/* p (not NULL) must be an object of c: reported (and abort) otherwise. */
+static void check_object(struct cache *c, void *p)
 {
-	for (size_t i = 0; i < n; i++) { /* every pointer must be an object of c */
-		uintptr_t a = (uintptr_t)ptrs[i];
-		if (!a)
-			continue;
-		struct slab *s = region_is_ours(a) ? page_desc(a) : NULL;
-		if (!s || slab_index(s, a) == UINT32_MAX)
-			sm_fatal("invalid free", ptrs[i], "(not an object of slubmalloc)");
-		if (s->cache != c) {
-			sm_write(2, "slubmalloc: slub_cache_free to ");
-			sm_write(2, c->name);
-			sm_fatal_in("slub_cache_free_bulk of an object of another cache", ptrs[i], s->cache);
-		}
+	uintptr_t a = (uintptr_t)p;
+	struct slab *s = region_is_ours(a) ? page_desc(a) : NULL;
+	if (!s || slab_index(s, a) == UINT32_MAX)
+		sm_fatal("invalid free", p, "(not an object of slubmalloc)");
+	if (s->cache != c) {
+		sm_write(2, "slubmalloc: slub_cache_free to ");
+		sm_write(2, c->name);
+		sm_fatal_in("slub_cache_free_bulk of an object of another cache", p, s->cache);
 	}
+}
+
+/* The general way: every pointer checked, then into tc's bin for c (or the orphan's). */
+static SM_COLD void free_n(struct cache *c, size_t n, void **ptrs)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ptrs[i])
+			check_object(c, ptrs[i]);
 	struct tcache *tc = &sm_tc;
 	if (likely(tc->state == T_LIVE)) {
-		enter(tc);
+		enter(tc, c);
 		put(tc, c, n, ptrs);
 		leave(tc);
 	} else {
@@ -289,52 +297,155 @@ static void free_n(struct cache *c, size_t n, void **ptrs)
 	}
 }
 
-/* One object: the body of slub_cache_alloc, inlined into the bulk call's n == 1 case too. */
-static inline __attribute__((always_inline)) void *alloc_one(struct slub_cache *sc)
+static SM_COLD void free_one_slow(struct cache *c, void *p)
 {
-	struct cache *c = cache_from(sc);
+	free_n(c, 1, &p);
+}
+
+/* Whether tc (entered) has a bin serving c. */
+static inline bool serves(const struct tcache *tc, const struct cache *c)
+{
+	return tc->tfor[c->id] == c && !c->dead;
+}
+
+static SM_COLD void *alloc_one_slow(struct cache *c)
+{
+	void *p;
+	return alloc_n(c, 1, &p) ? p : NULL;
+}
+
+/* One object: slub_cache_alloc's body, inlined into the bulk calls for short arrays. */
+static inline __attribute__((always_inline)) void *alloc_one(struct cache *c)
+{
 	struct tcache *tc = &sm_tc;
 	struct bin *b = &tc->tbin[c->id];
-	void *p = NULL;
-	enter(tc);
-	if (likely(tc->tfor[c->id] == c && b->count && !c->dead))
-		p = b->slots[--b->count];
-	leave(tc);
-	if (likely(p))
+	enter(tc, c);
+	uint32_t n = b->count;
+	if (likely(serves(tc, c) && n)) {
+		b->count = --n;
+		void *p = b->slots[n];
+		leave(tc);
 		return zeroed(c, p);
-	return alloc_n(c, 1, &p) ? p : NULL;
+	}
+	leave(tc);
+	return alloc_one_slow(c);
+}
+
+/* slub_cache_free's body: free()'s checks and that p is c's; then a push onto the bin. */
+static inline __attribute__((always_inline)) void free_one(struct cache *c, void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	struct slab *d;
+	if (unlikely(!p))
+		return;
+	if (likely(region_is_ours(a) && slab_index(d = page_desc(a), a) != UINT32_MAX &&
+		   d->cache == c)) {
+		struct tcache *tc = &sm_tc;
+		struct bin *b = &tc->tbin[c->id];
+		enter(tc, c);
+		if (likely(serves(tc, c))) {
+			uint32_t n = b->count;
+			if (likely(n < b->cap && b->slots[(int32_t)n - 1] != p)) {
+				b->slots[n] = p;
+				b->count = n + 1;
+				leave(tc);
+				return;
+			}
+		}
+		leave(tc);
+	}
+	free_one_slow(c, p); /* report, flush, or a thread without a bin for c */
 }
 
 SM_EXPORT void *slub_cache_alloc(struct slub_cache *sc)
 {
-	return alloc_one(sc);
+	return alloc_one(cache_from(sc));
 }
 
 SM_EXPORT void slub_cache_free(struct slub_cache *sc, void *p)
 {
-	if (p)
-		free_n(cache_from(sc), 1, &p);
+	free_one(cache_from(sc), p);
 }
 
-SM_EXPORT size_t slub_cache_alloc_bulk(struct slub_cache *sc, size_t n, void **ptrs)
+/* Arrays of SHORT_BULK or more objects take one copy, or runs; shorter ones the single calls'
+ * paths one by one (a run's setup costs more than it saves there). */
+#define SHORT_BULK 4
+
+static size_t alloc_bulk(struct cache *c, size_t n, void **ptrs)
 {
 	if (!n)
 		return 0;
 	if (!ptrs)
 		return errno = EINVAL, 0;
-	if (n == 1) /* a call's own cost is more than one object's: the single path does it */
-		return (ptrs[0] = alloc_one(sc)) ? 1 : 0;
-	return alloc_n(cache_from(sc), n, ptrs);
+	struct tcache *tc = &sm_tc;
+	struct bin *b = &tc->tbin[c->id];
+	enter(tc, c);
+	uint32_t k = b->count;
+	if (likely(serves(tc, c) && k >= n)) { /* one copy from the top of the bin */
+		b->count = k -= (uint32_t)n;
+		sm_copy_ptrs(ptrs, b->slots + k, n);
+		leave(tc);
+		if (c->flags & SLUB_ZERO)
+			for (size_t i = 0; i < n; i++)
+				memset(ptrs[i], 0, c->size);
+		return n;
+	}
+	leave(tc);
+	return alloc_n(c, n, ptrs);
+}
+
+SM_EXPORT size_t slub_cache_alloc_bulk(struct slub_cache *sc, size_t n, void **ptrs)
+{
+	struct cache *c = cache_from(sc);
+	if (n < SHORT_BULK && n && ptrs) {
+		for (size_t i = 0; i < n; i++)
+			if (!(ptrs[i] = alloc_one(c))) {
+				free_n(c, i, ptrs); /* all or nothing */
+				errno = ENOMEM;
+				return 0;
+			}
+		return n;
+	}
+	return alloc_bulk(c, n, ptrs);
+}
+
+static void free_bulk_n(struct cache *c, size_t n, void **ptrs)
+{
+	struct tcache *tc = &sm_tc;
+	if (unlikely(tc->state != T_LIVE)) {
+		free_n(c, n, ptrs);
+		return;
+	}
+	/* runs of c's objects checked and pushed as free_bulk does (bulk.c); a pointer that
+	 * stops a run takes the general way, alone */
+	enter(tc, c);
+	if (unlikely(!serves(tc, c))) {
+		leave(tc);
+		free_n(c, n, ptrs);
+		return;
+	}
+	size_t i = sm_bulk_runs(tc, 0, n, ptrs, c);
+	while (unlikely(i < n)) {
+		if (ptrs[i]) {
+			check_object(c, ptrs[i]);
+			put(tc, c, 1, ptrs + i); /* a full bin's flush, or the double-free report */
+		}
+		i = sm_bulk_runs(tc, i + 1, n, ptrs, c);
+	}
+	leave(tc);
 }
 
 SM_EXPORT void slub_cache_free_bulk(struct slub_cache *sc, size_t n, void **ptrs)
 {
-	if (ptrs && n == 1) {
-		if (ptrs[0])
-			free_n(cache_from(sc), 1, ptrs);
-	} else if (ptrs && n) {
-		free_n(cache_from(sc), n, ptrs);
+	struct cache *c = cache_from(sc);
+	if (!ptrs)
+		return;
+	if (n < SHORT_BULK) {
+		for (size_t i = 0; i < n; i++)
+			free_one(c, ptrs[i]);
+		return;
 	}
+	free_bulk_n(c, n, ptrs);
 }
 
 /* A dead cache's last slab is gone: its id can serve a new cache. */
@@ -366,9 +477,8 @@ SM_EXPORT void slub_cache_destroy(struct slub_cache *sc)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	sm_lock(&registry_lock);
 	for (struct tcache *tc = registry; tc; tc = tc->rnext) {
-		uint64_t e = __atomic_load_n(&tc->tepoch, __ATOMIC_ACQUIRE);
-		if (tc != &sm_tc && (e & 1))
-			while (__atomic_load_n(&tc->tepoch, __ATOMIC_ACQUIRE) == e)
+		if (tc != &sm_tc)
+			while (__atomic_load_n(&tc->tin, __ATOMIC_ACQUIRE) == c)
 				sched_yield();
 		if (tc->tfor[c->id] == c)
 			drain(tc, c->id);
