@@ -75,7 +75,7 @@ void sm_init(void)
 	}
 	sm_options_read();
 	sm_os_random(&sm_g.secret, sizeof sm_g.secret);
-	sm_g.avx2 = cpu_has_avx2();
+	sm_g.avx2 = sm_opt.avx2 && cpu_has_avx2();
 	sm_sizeclass_init(sm_opt.stats);
 	for (unsigned i = 0; i < NCLASS; i++) {
 		char name[32] = "kmalloc-";

@@ -47,7 +47,8 @@ static void *alloc_class(unsigned cls, size_t req, void *caller)
 	}
 	struct bin *b = &tc->bin[cls];
 	void *p;
-	if (b->count) { /* only with SLUBMALLOC_STATS=1 (sizeclass.c): counted here */
+	if (b->count || bin_swap(b, &tc->fbin[cls])) { /* SLUBMALLOC_STATS=1 (sizeclass.c): the
+							 * fastpath's work, counted here */
 		p = b->slots[--b->count];
 		sm_count(&sm_g.caches[cls], EV_ALLOC_FAST, 1);
 	} else {
@@ -87,7 +88,7 @@ void sm_free_slow(void *p)
 		if (!s || slab_index(s, a) == UINT32_MAX)
 			sm_fatal("invalid free", p, "(not the start of an object of slubmalloc)");
 		struct tcache *tc = &sm_tc;
-		struct bin *b = &tc->bin[s->cls];
+		struct bin *b = &tc->fbin[s->cls];
 		if (b->count && b->slots[b->count - 1] == p)
 			sm_fatal_in("double free", p, s->cache);
 		if (tc->state == T_NEW)

@@ -68,8 +68,8 @@ static SM_COLD size_t alloc_slow(size_t size, size_t n, void **ptrs)
 		sm_thread_start(tc);
 	if (tc->state != T_LIVE)
 		return alloc_each(size, n, ptrs);
-	size_t got = sm_take_n(&sm_g.caches[cls], tc->id, &tc->bin[cls], &tc->src[cls],
-			       ptrs, n);
+	size_t got = sm_take_n(&sm_g.caches[cls], tc->id, &tc->bin[cls], &tc->fbin[cls],
+			       &tc->src[cls], ptrs, n);
 	return got == n ? n : bulk_fail(got, ptrs);
 }
 

@@ -60,11 +60,11 @@ static RUNS_ATTR size_t RUNS_NAME(struct tcache *tc, size_t i, size_t n, void **
 				break; /* not an object of this cache (or of no slab) */
 			b = &tc->tbin[typed->id];
 		} else {
-			b = &tc->bin[hint];
+			b = &tc->fbin[hint];
 			if (unlikely(d->cls != hint)) {
 				hint = d->cls;
 				tc->bulk_hint = (uint16_t)hint;
-				b = &tc->bin[hint];
+				b = &tc->fbin[hint];
 			}
 			if (unlikely(__atomic_load_n(&d->owner, __ATOMIC_RELAXED) != b->key))
 				b = &tc->rbin[hint]; /* another thread's sub-line object */

@@ -330,6 +330,8 @@ void *sm_refill(struct tcache *tc, unsigned cls)
 		sm_trim_self(tc);
 	struct bin *b = &tc->bin[cls];
 	struct cache *c = &sm_g.caches[cls];
+	if (bin_swap(b, &tc->fbin[cls])) /* the free stack's objects first */
+		return b->slots[--b->count];
 	uint32_t want = b->cap / 2 ? b->cap / 2 : 1;
 	b->count = 0;
 	if (!tc->src[cls].spill) /* another thread's full bin first: no links to follow */
@@ -345,18 +347,18 @@ void *sm_refill(struct tcache *tc, unsigned cls)
 /* n objects of c into out[]: runs from the top of the bin b, then refills (straight into out[]
  * when more than a bin's worth is left). Returns how many it got: n, or fewer when memory ran
  * out (the caller gives those back). src is the thread's for c, as b is. */
-size_t sm_take_n(struct cache *c, uint16_t owner, struct bin *b, struct src *src, void **out,
-		 size_t n)
+size_t sm_take_n(struct cache *c, uint16_t owner, struct bin *b, struct bin *f, struct src *src,
+		 void **out, size_t n)
 {
 	size_t got = 0;
 	for (;;) {
 		uint32_t k = b->count < n - got ? b->count : (uint32_t)(n - got);
-		void **from = b->slots + (b->count - k);
-		for (uint32_t i = 0; i < k; i++) /* short runs: no call to memcpy */
-			out[got + i] = from[i];
+		sm_copy_ptrs(out + got, b->slots + (b->count - k), k);
 		b->count -= k;
 		if ((got += k) == n)
 			return n;
+		if (f && bin_swap(b, f)) /* the free stack's objects next */
+			continue;
 		if (n - got < b->cap) { /* refill the bin by half and go round */
 			if (!(b->count = sm_fill(c, owner, src, b->slots,
 						 b->cap / 2 ? b->cap / 2 : 1)))
@@ -441,7 +443,11 @@ void sm_flush(struct tcache *tc, unsigned cls)
 		sm_trim_self(tc); /* drains this bin too */
 		return;
 	}
-	struct bin *b = &tc->bin[cls];
+	struct bin *b = &tc->fbin[cls];
+	if (!tc->bin[cls].count) { /* malloc's stack is empty: these objects become it */
+		bin_swap(&tc->bin[cls], b);
+		return;
+	}
 	uint32_t n = b->count / 2 ? b->count / 2 : b->count;
 	if (sm_g.caches[cls].size >= 64) {
 		/* objects of slabs another thread froze go to the depot, for a thread that
@@ -473,7 +479,7 @@ static size_t block_words(void)
 {
 	size_t w = 0;
 	for (unsigned i = 0; i < NCLASS; i++)
-		w += 2 * (sm_g.caches[i].cap + 1); /* bin and rbin */
+		w += 3 * (sm_g.caches[i].cap + 1); /* bin, fbin and rbin */
 	return w;
 }
 
@@ -508,8 +514,8 @@ void sm_thread_setup(struct tcache *tc)
 	tc->id = (uint16_t)(__atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED) % 65534 + 1);
 	tc->trim_gen = __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED);
 	for (unsigned i = 0; i < NCLASS; i++) {
-		struct bin *bins[2] = {&tc->bin[i], &tc->rbin[i]};
-		for (int k = 0; k < 2; k++) {
+		struct bin *bins[3] = {&tc->bin[i], &tc->fbin[i], &tc->rbin[i]};
+		for (int k = 0; k < 3; k++) {
 			blk[0] = NULL; /* the guard before slots[0] */
 			bins[k]->slots = blk + 1;
 			bins[k]->count = 0;
@@ -519,7 +525,7 @@ void sm_thread_setup(struct tcache *tc)
 			if (sm_opt.stats) { /* every free to the counted slow path (KEY_NONE: via
 					     * the rbin, cap 0); malloc's fastpath stays as it is */
 				bins[k]->key = KEY_NONE;
-				if (k == 1)
+				if (k == 2)
 					bins[k]->cap = 0;
 			}
 			blk += sm_g.caches[i].cap + 1;
@@ -570,6 +576,8 @@ void sm_thread_teardown(struct tcache *tc)
 	for (unsigned i = 0; i < NCLASS; i++) {
 		sm_free_array(tc->rbin[i].slots, tc->rbin[i].count);
 		tc->rbin[i].count = tc->rbin[i].cap = 0;
+		sm_free_array(tc->fbin[i].slots, tc->fbin[i].count);
+		tc->fbin[i].count = tc->fbin[i].cap = 0;
 		sm_drop(&tc->bin[i], &tc->src[i], 0);
 		tc->bin[i].cap = 0;
 	}

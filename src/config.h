@@ -11,7 +11,7 @@
 #define REGION_PAGES (REGION_SIZE / SPAGE_SIZE) /* 64: one bit each in region->free_mask */
 #define SLAB_MAX_PAGES 8                        /* a slab spans at most 512 KiB */
 #define ADDR_BITS 47                            /* user address space on x86-64 (4-level) */
-#define NREGION_SLOTS (1UL << (ADDR_BITS - REGION_SHIFT)) /* bits in the ownership bitmap */
+#define NREGION_SLOTS (1UL << (ADDR_BITS - REGION_SHIFT)) /* entries of the ownership map */
 
 #define MIN_ALIGN 16                            /* every object is 16-byte aligned */
 #define MAX_SMALL 131072                        /* largest size class; above: large.c */

@@ -1,14 +1,17 @@
 /* fastpath.h: the two fastpaths, and nothing else. Call tree:
- *   malloc(n)  -> sm_alloc_fast: class = sm_class_of[(n+15)/16]; pop the thread's bin
+ *   malloc(n)  -> sm_alloc_fast: class = sm_class_of[(n+15)/16]; pop the thread's bin (its
+ *                 allocation stack)
  *                 -> empty (or n > MAX_SMALL, or thread not set up): sm_alloc_slow (alloc.c)
- *                      -> sm_refill (cache.c): spill / take-all / carve / partial / new slab
+ *                      -> sm_refill (cache.c): the free stack (swap) / spill / take-all /
+ *                         carve / partial / new slab
  *   free(p)    -> sm_free_fast: region bit, page descriptor, object index check; push p on the
- *                 thread's bin of the slab's class, or, for an object smaller than a cache
- *                 line from another thread's slab (slab->owner != bin key), on its rbin:
- *                 reusing it here would make two threads write one line (passive false
- *                 sharing); the rbin is never allocated from, only sent back
- *                 -> not ours, bin full, p already on top, thread not set up: sm_free_slow
- *                      -> sm_flush -> sm_free_array -> sm_push_chain (one cas16 per slab)
+ *                 thread's fbin (free stack) of the slab's class, or, for an object smaller
+ *                 than a cache line from another thread's slab (slab->owner != bin key), on
+ *                 its rbin: reusing it here would make two threads write one line (passive
+ *                 false sharing); the rbin is never allocated from, only sent back
+ *                 -> not ours, fbin full, p already on top, thread not set up: sm_free_slow
+ *                      -> sm_flush: swap with an empty bin, or sm_free_array ->
+ *                         sm_push_chain (one cas16 per slab)
  * Neither fastpath takes a lock, uses an atomic instruction or touches the object's memory.
  * A thread's struct tcache starts zeroed (count 0, cap 0), so its first malloc and first free
  * take the slow path, which sets the thread up: no "initialised?" branch here. */
@@ -35,10 +38,9 @@ static inline void sm_free_fast(void *p)
 	uintptr_t a = (uintptr_t)p;
 	if (likely(region_is_ours(a))) {
 		struct slab *s = page_desc(a);
-		if (likely(slab_index(s, a) != UINT32_MAX)) {
-			struct bin *b = &sm_tc.bin[s->cls];
-			if (unlikely(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != b->key))
-				b = &sm_tc.rbin[s->cls]; /* another thread's sub-line object */
+		if (likely(is_object(s, a))) {
+			struct bin *b = fbin_of(&sm_tc, s); /* fbin, or rbin: another thread's
+							     * sub-line object */
 			uint32_t n = b->count;
 			if (likely(n < b->cap && (b->slots + n)[-1] != p)) {
 				b->slots[n] = p;

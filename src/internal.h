@@ -39,10 +39,12 @@ struct slab {
 	char *start;              /* first object (the slab's first page) */
 	struct cache *cache;      /* the cache whose objects it holds */
 	uint64_t inv;             /* the inverse mod 2^64 of size's odd part (see slab_index) */
+	uint64_t objects;         /* objects per slab (64 bits: slab_index compares it in place) */
 	uint32_t size;            /* object size */
-	uint32_t objects;         /* objects per slab */
 	uint32_t carved;          /* objects handed out at least once; the rest are untouched */
 	uint16_t cls;             /* size class; NCLASS (no thread bin) for a typed cache */
+	uint32_t fboff;           /* offsetof(struct tcache, fbin[cls]): free()'s bin, without
+				   * arithmetic on cls (see fbin_of) */
 	uint8_t pages;            /* 64 KiB pages spanned */
 	uint8_t on_partial;       /* on cache->partial (cache lock) */
 	uint8_t shift;            /* size = odd part << shift */
@@ -100,7 +102,13 @@ struct cache {
 } __attribute__((aligned(64)));
 
 /* The per-thread object cache of one class ("kmem_cache_cpu", shaped as the kernel's sheaves):
- * an array of object pointers. malloc pops slots[count - 1], free pushes slots[count]. */
+ * two arrays of object pointers, each a struct bin: malloc pops slots[count - 1] of the
+ * allocation stack (tcache.bin), free pushes slots[count] of the free stack (tcache.fbin).
+ * malloc that finds its stack empty swaps the two arrays first (bin_swap); free that finds its
+ * stack full swaps them when malloc's is empty, else sends the older half back. Two stacks, not
+ * one: a malloc right after a free does not load what that free has just stored (the count,
+ * the pointer), so the two calls' chains of dependent loads stay apart (mimalloc's free and
+ * local_free lists; the kernel's main and spare sheaves). */
 struct bin {
 	void **slots;    /* slots[-1] is a NULL guard (the double-free check reads it) */
 	uint32_t count;  /* objects in slots[0, count) */
@@ -109,12 +117,27 @@ struct bin {
 			  * id in classes below a cache line, 0 (every slab's owner) above */
 };
 
+/* Make f's objects the allocation stack's: a's array (empty) becomes the free stack. Returns
+ * whether a has objects now. */
+static inline bool bin_swap(struct bin *a, struct bin *f)
+{
+	void **v = a->slots;
+	uint32_t n = a->count;
+	a->slots = f->slots;
+	a->count = f->count;
+	f->slots = v;
+	f->count = n;
+	return a->count != 0;
+}
+
 enum tstate { T_NEW = 0, T_LIVE = 1, T_DEAD = 2 };
 #define KEY_NONE 0xffff /* a bin key no slab owner has (thread ids are 1..65534) */
 
 struct tcache {
-	struct bin bin[NCLASS + 1];   /* fastpath: pop/push here only; bin[NCLASS] stays empty
-				       * (cap 0): typed objects (cls NCLASS) take free()'s slow path */
+	struct bin bin[NCLASS + 1];   /* malloc's fastpath pops here only */
+	struct bin fbin[NCLASS + 1];  /* free's fastpath pushes here (or to rbin); fbin[NCLASS]
+				       * stays empty (cap 0): typed objects (cls NCLASS) take
+				       * free()'s slow path */
 	struct bin rbin[NCLASS + 1];  /* frees of other threads' sub-line objects, never reused
 				       * here (no passive false sharing), sent back in batches */
 	struct src src[NCLASS];       /* slowpath: what refills come from */
@@ -134,6 +157,17 @@ struct tcache {
 	uint64_t trim_gen;               /* the last malloc_trim this thread has drained for */
 };
 
+/* free()'s bin for an object of s in tc: fbin[s->cls], or rbin[s->cls] when the object is
+ * smaller than a cache line and s was frozen last by another thread (s->owner != the key). */
+static inline struct bin *fbin_of(struct tcache *tc, const struct slab *s)
+{
+	struct bin *b = (struct bin *)(void *)((char *)tc + s->fboff);
+	if (unlikely(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != b->key))
+		b += offsetof(struct tcache, rbin) / sizeof(struct bin) -
+		     offsetof(struct tcache, fbin) / sizeof(struct bin);
+	return b;
+}
+
 /* Run-time options (options.c): defaults, then the environment, read once at init. */
 #define DBG_F 1u   /* consistency checks: full double-free detection */
 #define DBG_Z 2u   /* red zones around objects, checked at free */
@@ -144,6 +178,7 @@ struct sm_options {
 	int stats;                /* SLUBMALLOC_STATS */
 	int verbose;              /* SLUBMALLOC_VERBOSE */
 	int thp;                  /* SLUBMALLOC_THP */
+	int avx2;                 /* SLUBMALLOC_AVX2: 0 keeps free_bulk's checks scalar */
 	unsigned debug;           /* SLUBMALLOC_DEBUG flags */
 	unsigned min_partial;     /* SLUBMALLOC_MIN_PARTIAL: empty slabs a cache keeps */
 	uint64_t purge_delay_ns;  /* SLUBMALLOC_PURGE_DELAY_MS */
@@ -161,7 +196,7 @@ struct sm_global {
 };
 
 extern struct sm_global sm_g;
-extern uint64_t sm_region_bits[NREGION_SLOTS / 64]; /* 1 bit per 4 MiB of address space */
+extern uint8_t sm_region_map[NREGION_SLOTS];   /* 1 byte per 4 MiB of address space: ours? */
 extern uint8_t sm_class_of[CLASS_INDEX_MAX + 1]; /* (size+15)>>4 -> class */
 
 extern __thread struct tcache sm_tc TLS_IE;
@@ -185,7 +220,7 @@ static inline bool region_is_ours(uintptr_t a)
 	uintptr_t i = a >> REGION_SHIFT;
 	if (unlikely(i >= NREGION_SLOTS))
 		return false;
-	return (__atomic_load_n(&sm_region_bits[i >> 6], __ATOMIC_RELAXED) >> (i & 63)) & 1;
+	return __atomic_load_n(&sm_region_map[i], __ATOMIC_RELAXED);
 }
 static inline struct slab *slab_of(uintptr_t a)
 {
@@ -199,18 +234,25 @@ static inline struct slab *page_desc(uintptr_t a)
 	struct region *r = (struct region *)(a & ~(REGION_SIZE - 1));
 	return &r->slabs[(a >> SPAGE_SHIFT) & (REGION_PAGES - 1)];
 }
-/* The object index of a, or UINT32_MAX when a is not the start of an object of s. With
- * size = d << k (d odd) and inv = d^-1 mod 2^64, rotr(off * inv, k) is off / size when size
- * divides off, and above (2^64 - 1) / size otherwise (Granlund and Montgomery's divisibility
- * test), so one comparison with objects checks both at once. */
-static inline uint32_t slab_index(const struct slab *s, uintptr_t a)
+/* Whether a is the start of an object of s, and its index. With size = d << k (d odd) and
+ * inv = d^-1 mod 2^64, rotr(off * inv, k) is off / size when size divides off, and above
+ * (2^64 - 1) / size otherwise (Granlund and Montgomery's divisibility test), so one comparison
+ * with objects checks both at once. */
+static inline uint64_t object_index(const struct slab *s, uintptr_t a)
 {
 	uint64_t q = (a - (uintptr_t)s->start) * s->inv;
 	unsigned k = s->shift;
-	q = (q >> k) | (q << ((64 - k) & 63));
-	if (unlikely(q >= s->objects))
-		return UINT32_MAX;
-	return (uint32_t)q;
+	return (q >> k) | (q << ((64 - k) & 63));
+}
+static inline bool is_object(const struct slab *s, uintptr_t a)
+{
+	return object_index(s, a) < s->objects;
+}
+/* The object index of a, or UINT32_MAX when a is not the start of an object of s. */
+static inline uint32_t slab_index(const struct slab *s, uintptr_t a)
+{
+	uint64_t q = object_index(s, a);
+	return unlikely(q >= s->objects) ? UINT32_MAX : (uint32_t)q;
 }
 
 /* ---- locks (inline; slow paths only) ---- */
@@ -252,9 +294,9 @@ uint32_t sm_slab_carve(struct slab *s, void **out, uint32_t n); /* owner; addres
 /* "cache.c": the slow paths (the concurrency rules live at its top) */
 uint32_t sm_fill(struct cache *c, uint16_t owner, struct src *src, void **out, uint32_t want);
 void *sm_refill(struct tcache *tc, unsigned cls);
-size_t sm_take_n(struct cache *c, uint16_t owner, struct bin *b, struct src *src, void **out,
-		 size_t n);
-void sm_flush(struct tcache *tc, unsigned cls);  /* the older half of a full bin */
+size_t sm_take_n(struct cache *c, uint16_t owner, struct bin *b, struct bin *f, struct src *src,
+		 void **out, size_t n);
+void sm_flush(struct tcache *tc, unsigned cls);  /* fbin[cls] is full: swap, or older half back */
 void sm_free_to_slab(struct slab *s, void *obj);  /* one object, any thread, no thread cache */
 void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n);
 void *sm_slab_take_all(struct slab *s, uint32_t *n); /* owner of frozen s; NULL if none */

@@ -10,6 +10,7 @@
 struct sm_options sm_opt = {
 	.purge_delay_ns = PURGE_DELAY_MS_DEFAULT * 1000000ULL,
 	.min_partial = EMPTY_RESERVE,
+	.avx2 = 1,
 };
 
 extern char **environ;
@@ -123,6 +124,7 @@ void sm_options_read(void)
 		 "not a number from 0 to 1000; using the default 2");
 	sm_opt.min_partial = (unsigned)mp;
 	read_bool("SLUBMALLOC_THP", &sm_opt.thp, "not 0 or 1; huge pages stay off");
+	read_bool("SLUBMALLOC_AVX2", &sm_opt.avx2, "not 0 or 1; AVX2 is used where the CPU has it");
 	read_bool("SLUBMALLOC_VERBOSE", &sm_opt.verbose, "not 0 or 1; verbose stays off");
 }
 
@@ -193,5 +195,8 @@ void sm_options_print(void)
 		 "empty slabs each cache keeps; default 2");
 	show_num("SLUBMALLOC_THP", (uint64_t)sm_opt.thp,
 		 "1: transparent huge pages for slab regions; default 0");
+	show_num("SLUBMALLOC_AVX2", (uint64_t)sm_g.avx2,
+		 "1: bulk calls check and copy four pointers at a time (if the CPU has AVX2); "
+		 "default 1");
 	show_num("SLUBMALLOC_VERBOSE", (uint64_t)sm_opt.verbose, "1: print these lines; default 0");
 }

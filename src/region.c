@@ -1,12 +1,12 @@
 /* region.c: the page level. Regions of 4 MiB come from mmap aligned to their size; page 0 of a
  * region is its header (struct region: slab descriptors and the page -> slab map), pages 1..63
  * are handed out in runs of 1..SLAB_MAX_PAGES pages, one run per slab.
- * Invariants: region_bits has a 1 for every mapped region; free_mask, dirty_mask, map[] of
+ * Invariants: sm_region_map has a 1 for every mapped region; free_mask, dirty_mask, map[] of
  * free pages and the region list change only under page_lock. A freed run stays dirty (its
  * memory still resident: reusing it costs no page faults) until the dirty pages of all regions
  * pass DIRTY_MAX bytes; then whole contiguous dirty runs are purged (MADV_DONTNEED, one call
- * per run) down to DIRTY_MAX / 2, and a region left with no slab at all is unmapped (its bit
- * cleared first), so address space is returned too. A region is unmapped only when no slab,
+ * per run) down to DIRTY_MAX / 2, and a region left with no slab at all is unmapped (its map
+ * entry cleared first), so address space is returned too. A region is unmapped only when no slab,
  * hence no live object, is in it: only a stale pointer could still lead into it. dirty_mask is
  * a subset of free_mask. Allocation prefers dirty pages. Nothing may assume a slab page reads
  * as zero. Dirty pages are also purged, a region at a time, once the region has had dirty pages
@@ -24,7 +24,7 @@ static size_t dirty_bytes;          /* free but not purged, all regions */
 static uint64_t oldest_dirty;       /* no region has been dirty since before this */
 static uint64_t nregions;           /* regions mapped */
 
-uint64_t sm_region_bits[NREGION_SLOTS / 64]; /* 4 MiB of .bss: pages appear as touched */
+uint8_t sm_region_map[NREGION_SLOTS]; /* 32 MiB of .bss: its pages appear as touched */
 
 static struct region *region_new(void)
 {
@@ -38,7 +38,7 @@ static struct region *region_new(void)
 	r->next = regions;
 	regions = r;
 	uintptr_t i = (uintptr_t)r >> REGION_SHIFT;
-	__atomic_fetch_or(&sm_region_bits[i >> 6], 1ULL << (i & 63), __ATOMIC_RELEASE);
+	__atomic_store_n(&sm_region_map[i], 1, __ATOMIC_RELEASE);
 	return r;
 }
 
@@ -115,7 +115,7 @@ static size_t purge_to(size_t target, uint64_t before)
 			if (hint == r)
 				hint = NULL;
 			uintptr_t i = (uintptr_t)r >> REGION_SHIFT;
-			__atomic_fetch_and(&sm_region_bits[i >> 6], ~(1ULL << (i & 63)), __ATOMIC_RELEASE);
+			__atomic_store_n(&sm_region_map[i], 0, __ATOMIC_RELEASE);
 			sm_os_unmap(r, REGION_SIZE);
 			nregions--;
 			continue;

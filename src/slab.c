@@ -55,6 +55,7 @@ struct slab *sm_slab_new(struct cache *c)
 	s->size = c->size;
 	s->objects = c->objects;
 	s->cls = c->cls;
+	s->fboff = (uint32_t)(offsetof(struct tcache, fbin) + c->cls * sizeof(struct bin));
 	s->carved = 0;
 	for (unsigned i = 1; i < s->pages; i++) { /* the read-only fields, for page_desc() */
 		s[i].start = s->start;
@@ -64,6 +65,7 @@ struct slab *sm_slab_new(struct cache *c)
 		s[i].size = s->size;
 		s[i].objects = s->objects;
 		s[i].cls = s->cls;
+		s[i].fboff = s->fboff;
 		s[i].pages = s->pages;
 	}
 	/* frozen, every object held by the owner (the untouched ones included) */

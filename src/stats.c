@@ -82,6 +82,7 @@ static void census_tcache(struct tcache *tc, void *arg)
 	sm_region_lock(); /* active slabs stay mapped while we read them */
 	for (unsigned i = 0; i < NCLASS; i++) {
 		k->held[i] += __atomic_load_n(&tc->bin[i].count, __ATOMIC_RELAXED) +
+			      __atomic_load_n(&tc->fbin[i].count, __ATOMIC_RELAXED) +
 			      __atomic_load_n(&tc->rbin[i].count, __ATOMIC_RELAXED) +
 			      __atomic_load_n(&tc->src[i].nspill, __ATOMIC_RELAXED) +
 			      untouched(__atomic_load_n(&tc->src[i].active, __ATOMIC_RELAXED));

@@ -16,6 +16,8 @@ void sm_trim_self(struct tcache *tc)
 	for (unsigned i = 0; i < NCLASS; i++) {
 		sm_free_array(tc->rbin[i].slots, tc->rbin[i].count);
 		tc->rbin[i].count = 0;
+		sm_free_array(tc->fbin[i].slots, tc->fbin[i].count);
+		tc->fbin[i].count = 0;
 		sm_drop(&tc->bin[i], &tc->src[i], 0);
 	}
 }

@@ -208,7 +208,7 @@ static size_t take(struct tcache *tc, struct cache *c, size_t n, void **out)
 	if (!own_bin(tc, c))
 		return 0;
 	unsigned id = c->id;
-	size_t got = sm_take_n(c, 0, &tc->tbin[id], &tc->tsrc[id], out, n);
+	size_t got = sm_take_n(c, 0, &tc->tbin[id], NULL, &tc->tsrc[id], out, n);
 	if (got == n)
 		return n;
 	/* out of memory: give back what was taken */
@@ -338,7 +338,7 @@ static inline __attribute__((always_inline)) void free_one(struct cache *c, void
 	struct slab *d;
 	if (unlikely(!p))
 		return;
-	if (likely(region_is_ours(a) && slab_index(d = page_desc(a), a) != UINT32_MAX &&
+	if (likely(region_is_ours(a) && is_object(d = page_desc(a), a) &&
 		   d->cache == c)) {
 		struct tcache *tc = &sm_tc;
 		struct bin *b = &tc->tbin[c->id];
@@ -371,7 +371,7 @@ SM_EXPORT void slub_cache_free(struct slub_cache *sc, void *p)
  * paths one by one (a run's setup costs more than it saves there). */
 #define SHORT_BULK 4
 
-static size_t alloc_bulk(struct cache *c, size_t n, void **ptrs)
+static __attribute__((noinline)) size_t alloc_bulk(struct cache *c, size_t n, void **ptrs)
 {
 	if (!n)
 		return 0;
@@ -397,6 +397,8 @@ static size_t alloc_bulk(struct cache *c, size_t n, void **ptrs)
 SM_EXPORT size_t slub_cache_alloc_bulk(struct slub_cache *sc, size_t n, void **ptrs)
 {
 	struct cache *c = cache_from(sc);
+	if (n == 1 && ptrs)
+		return (ptrs[0] = alloc_one(c)) ? 1 : 0;
 	if (n < SHORT_BULK && n && ptrs) {
 		for (size_t i = 0; i < n; i++)
 			if (!(ptrs[i] = alloc_one(c))) {
@@ -409,7 +411,7 @@ SM_EXPORT size_t slub_cache_alloc_bulk(struct slub_cache *sc, size_t n, void **p
 	return alloc_bulk(c, n, ptrs);
 }
 
-static void free_bulk_n(struct cache *c, size_t n, void **ptrs)
+static __attribute__((noinline)) void free_bulk_n(struct cache *c, size_t n, void **ptrs)
 {
 	struct tcache *tc = &sm_tc;
 	if (unlikely(tc->state != T_LIVE)) {
@@ -440,6 +442,10 @@ SM_EXPORT void slub_cache_free_bulk(struct slub_cache *sc, size_t n, void **ptrs
 	struct cache *c = cache_from(sc);
 	if (!ptrs)
 		return;
+	if (n == 1) {
+		free_one(c, ptrs[0]);
+		return;
+	}
 	if (n < SHORT_BULK) {
 		for (size_t i = 0; i < n; i++)
 			free_one(c, ptrs[i]);

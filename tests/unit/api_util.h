@@ -249,6 +249,27 @@ struct test_case {
 	void (*fn)(void);
 };
 
+/* Runs this program again, with the same arguments, under SLUBMALLOC_AVX2=0 (the bulk calls'
+ * checks and copies one pointer at a time), unless that variable is set already; returns 1 if
+ * that run failed. */
+static inline int rerun_without_avx2(char **argv)
+{
+	if (getenv("SLUBMALLOC_AVX2"))
+		return 0;
+	printf("again with SLUBMALLOC_AVX2=0:\n");
+	fflush(stdout);
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		setenv("SLUBMALLOC_AVX2", "0", 1);
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+	return !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 /* Runs every case, or only those named on the command line (argv[1..]). */
 static inline int run_cases(int argc, char **argv, const struct test_case *t, size_t n,
 			    unsigned limit_s)

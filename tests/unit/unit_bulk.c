@@ -604,6 +604,11 @@ static void case_no_leak(void)
 }
 
 /* ---- invalid pointers in free_bulk are reported ---- */
+static void free_again(void *p)
+{
+	free_bulk(1, &p);
+}
+
 static void bad_foreign(void *arg)
 {
 	(void)arg;
@@ -639,6 +644,60 @@ static void bad_large_interior(void *arg)
 	CHECK(malloc_bulk(100000, 2, v) == 2, "malloc_bulk");
 	v[1] = (char *)v[1] + 4096;
 	free_bulk(2, v);
+}
+
+/* At every position of arrays of several lengths (runs checked four at a time with AVX2 and
+ * one at a time after them): an interior pointer, a foreign one, and the pointer before it
+ * again (a double free) are each reported, and a clean array of the same shape is not. */
+struct bad_at {
+	size_t n, j;
+	int kind; /* 0 none, 1 interior, 2 foreign, 3 the previous pointer again */
+};
+
+static void free_with_bad(void *arg)
+{
+	const struct bad_at *b = arg;
+	void *v[64];
+	int local;
+	CHECK(malloc_bulk(64, b->n, v) == b->n, "malloc_bulk(64, %zu)", b->n);
+	if (b->kind == 1)
+		v[b->j] = (char *)v[b->j] + 16;
+	else if (b->kind == 2)
+		v[b->j] = &local;
+	else if (b->kind == 3)
+		v[b->j] = v[b->j - 1];
+	free_bulk(b->n, v);
+	if (b->kind == 0)
+		exit(0);
+}
+
+static void case_invalid_positions(void)
+{
+	static const size_t lens[] = {4, 5, 8, 9, 16, 33};
+	static const char *const kind[] = {"", "an interior pointer", "a foreign pointer",
+					   "the previous pointer again"};
+	for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+		struct bad_at b = {.n = lens[l], .j = 0, .kind = 0};
+		char *err;
+		int st = run_in_child(free_with_bad, &b, &err);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && !*err,
+		      "free_bulk of %zu valid pointers: status %d, stderr \"%s\"", b.n, st, err);
+		free(err);
+		for (b.j = 0; b.j < b.n; b.j++)
+			for (b.kind = 1; b.kind <= 3; b.kind++) {
+				if (b.kind == 3 && b.j == 0)
+					continue;
+				char what[96];
+				snprintf(what, sizeof what, "free_bulk of %zu with %s at %zu", b.n,
+					 kind[b.kind], b.j);
+				expect_report(free_with_bad, &b, what);
+			}
+	}
+	/* across calls: the last pointer of one call freed again by the next */
+	void *v[8];
+	CHECK(malloc_bulk(64, 8, v) == 8, "malloc_bulk");
+	free_bulk(8, v);
+	expect_report(free_again, v[7], "free_bulk(1) of the last pointer of the call before");
 }
 
 static void case_invalid_reported(void)
@@ -786,7 +845,10 @@ int main(int argc, char **argv)
 		{"enomem", case_enomem},
 		{"no_leak", case_no_leak},
 		{"invalid_reported", case_invalid_reported},
+		{"invalid_positions", case_invalid_positions},
 		{"random_vs_single", case_random_vs_single},
 	};
-	return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);
+	int failed = run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);
+	failed |= rerun_without_avx2(argv);
+	return failed != 0;
 }

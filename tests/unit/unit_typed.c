@@ -353,6 +353,59 @@ static void wrong_stack(void *arg)
 	slub_cache_free(a, local);
 }
 
+/* slub_cache_free_bulk with a bad pointer at position j of n: another cache's object, a
+ * malloc object, an interior pointer, the pointer before it again; kind 0: none (no report). */
+struct bad_at {
+	size_t n, j;
+	int kind;
+};
+
+static void wrong_at(void *arg)
+{
+	const struct bad_at *w = arg;
+	struct slub_cache *a = slub_cache_create("wrong-pa", 96, 0, 0, NULL);
+	struct slub_cache *b = slub_cache_create("wrong-pb", 96, 0, 0, NULL);
+	CHECK(a && b, "create");
+	void *v[64];
+	CHECK(slub_cache_alloc_bulk(b, w->n, v) == w->n, "alloc_bulk(%zu)", w->n);
+	if (w->kind == 1)
+		v[w->j] = slub_cache_alloc(a);
+	else if (w->kind == 2)
+		v[w->j] = malloc(96);
+	else if (w->kind == 3)
+		v[w->j] = (char *)v[w->j] + 32;
+	else if (w->kind == 4)
+		v[w->j] = v[w->j - 1];
+	slub_cache_free_bulk(b, w->n, v);
+	if (w->kind == 0)
+		exit(0);
+}
+
+static void case_wrong_positions(void)
+{
+	static const size_t lens[] = {4, 7, 8, 17, 33};
+	static const char *const kind[] = {"", "another cache's object", "a malloc object",
+					   "an interior pointer", "the previous pointer again"};
+	for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+		struct bad_at w = {.n = lens[l], .j = 0, .kind = 0};
+		char *err;
+		int st = run_in_child(wrong_at, &w, &err);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && !*err,
+		      "slub_cache_free_bulk of %zu valid pointers: status %d, stderr \"%s\"", w.n, st,
+		      err);
+		free(err);
+		for (w.j = 0; w.j < w.n; w.j++)
+			for (w.kind = 1; w.kind <= 4; w.kind++) {
+				if (w.kind == 4 && w.j == 0)
+					continue;
+				char what[112];
+				snprintf(what, sizeof what, "slub_cache_free_bulk of %zu with %s at %zu",
+					 w.n, kind[w.kind], w.j);
+				expect_report(wrong_at, &w, what);
+			}
+	}
+}
+
 static void case_wrong_cache(void)
 {
 	expect_report(wrong_single, NULL, "slub_cache_free of another cache's object");
@@ -903,6 +956,7 @@ int main(int argc, char **argv)
 		{"align", case_align},
 		{"free_plain", case_free_plain},
 		{"wrong_cache", case_wrong_cache},
+		{"wrong_positions", case_wrong_positions},
 		{"destroy_live", case_destroy_live},
 		{"create_destroy_many", case_create_destroy_many},
 		{"bad_args", case_bad_args},
@@ -912,5 +966,7 @@ int main(int argc, char **argv)
 		{"destroy_users_alive", case_destroy_users_alive},
 		{"destroy_racing", case_destroy_racing},
 	};
-	return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);
+	int failed = run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);
+	failed |= rerun_without_avx2(argv);
+	return failed != 0;
 }
