@@ -35,22 +35,32 @@ static size_t alloc_each(size_t size, size_t n, void **ptrs)
 /* dst[0, n) = src[0, n), two pointers per move, inline (short runs: no call to memcpy). */
 static inline void copy_ptrs(void **dst, void *const *src, size_t n)
 {
-	size_t i = 0;
-	for (; i + 2 <= n; i += 2)
+	size_t m = n & ~(size_t)1;
+	for (size_t i = 0; i < m; i += 2)
 		__builtin_memcpy(dst + i, src + i, 2 * sizeof(void *));
-	if (i < n)
-		dst[i] = src[i];
+	if (n & 1)
+		dst[m] = src[m];
 }
 
-/* The same with 32-byte moves: the stores free_bulk's AVX2 run check loads back. */
+/* The same as a function returning n (malloc_bulk's tail call), and with 32-byte moves: the
+ * stores free_bulk's AVX2 run check loads back. */
+static __attribute__((noinline)) size_t copy_ptrs_n(void **dst, void *const *src, size_t n)
+{
+	copy_ptrs(dst, src, n);
+	return n;
+}
+
 static __attribute__((noinline, target("avx2"))) size_t copy_ptrs_avx2(void **dst,
 								      void *const *src, size_t n)
 {
-	size_t i = 0;
-	for (; i + 4 <= n; i += 4)
+	size_t m = n & ~(size_t)3;
+	for (size_t i = 0; i < m; i += 4)
 		_mm256_storeu_si256((__m256i *)(void *)(dst + i),
 				    _mm256_loadu_si256((const __m256i *)(const void *)(src + i)));
-	copy_ptrs(dst + i, src + i, n - i);
+	if (n & 2)
+		__builtin_memcpy(dst + m, src + m, 2 * sizeof(void *));
+	if (n & 1)
+		dst[n - 1] = src[n - 1];
 	return n;
 }
 
@@ -73,29 +83,38 @@ static SM_COLD size_t alloc_slow(size_t size, size_t n, void **ptrs)
 	return got == n ? n : bulk_fail(got, ptrs);
 }
 
+static SM_COLD size_t malloc_bulk_slow(size_t size, size_t n, void **ptrs)
+{
+	if (!n)
+		return 0;
+	if (!ptrs)
+		return errno = EINVAL, 0;
+	if (n == 1) /* one object: malloc's own paths */
+		return (ptrs[0] = sm_alloc_slow(size)) ? 1 : 0;
+	return alloc_slow(size, n, ptrs);
+}
+
+/* The fastpath: n objects from the top of the thread's bin, one copy (a tail call); one object
+ * as malloc's fastpath takes it. */
 SM_EXPORT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 {
-	if (unlikely(!n))
-		return 0;
-	if (unlikely(!ptrs))
-		return errno = EINVAL, 0;
-	if (n == 1) /* a call's own cost is more than one object's: the fastpath does it */
-		return (ptrs[0] = sm_alloc_fast(size)) ? 1 : 0;
-	if (likely(size <= MAX_SMALL)) {
+	if (likely(size <= MAX_SMALL && ptrs)) {
 		/* the fastpath's bin; empty (cap 0) in debug and stats modes and until the thread
-		 * is set up, so those go to alloc_slow */
+		 * is set up, so those go to the slow path */
 		struct bin *b = &sm_tc.bin[sm_class_of[(size + 15) >> 4]];
 		uint32_t c = b->count;
-		if (likely(c >= n)) {
+		if (likely(c >= n && n)) {
 			c -= (uint32_t)n;
 			b->count = c;
-			if (n >= 4 && sm_g.avx2)
-				return copy_ptrs_avx2(ptrs, b->slots + c, n); /* a tail call */
-			copy_ptrs(ptrs, b->slots + c, n);
-			return n;
+			if (n == 1) {
+				ptrs[0] = b->slots[c];
+				return 1;
+			}
+			return n >= 4 && sm_g.avx2 ? copy_ptrs_avx2(ptrs, b->slots + c, n)
+						   : copy_ptrs_n(ptrs, b->slots + c, n);
 		}
 	}
-	return alloc_slow(size, n, ptrs);
+	return malloc_bulk_slow(size, n, ptrs);
 }
 
 #define RUNS_VEC 0
@@ -141,12 +160,21 @@ size_t sm_bulk_runs(struct tcache *tc, size_t i, size_t n, void **ptrs, struct c
 
 void sm_copy_ptrs(void **dst, void *const *src, size_t n)
 {
-	if (n >= 4 && sm_g.avx2)
+	if (sm_g.avx2)
 		copy_ptrs_avx2(dst, src, n);
 	else
 		copy_ptrs(dst, src, n);
 }
 
+static __attribute__((noinline)) void free_bulk_scalar(size_t n, void **ptrs)
+{
+	struct tcache *tc = &sm_tc;
+	size_t i = free_runs(tc, 0, n, ptrs, NULL);
+	if (unlikely(i < n))
+		free_rest(tc, i, n, ptrs);
+}
+
+/* A dispatcher only: the one-pointer fastpath, or a tail call. */
 SM_EXPORT void free_bulk(size_t n, void **ptrs)
 {
 	if (unlikely(!ptrs))
@@ -155,12 +183,8 @@ SM_EXPORT void free_bulk(size_t n, void **ptrs)
 		sm_free_fast(ptrs[0]);
 		return;
 	}
-	if (n >= 4 && sm_g.avx2) {
-		free_bulk_avx2(n, ptrs); /* a tail call */
-		return;
-	}
-	struct tcache *tc = &sm_tc;
-	size_t i = free_runs(tc, 0, n, ptrs, NULL);
-	if (unlikely(i < n))
-		free_rest(tc, i, n, ptrs);
+	if (n >= 4 && sm_g.avx2)
+		free_bulk_avx2(n, ptrs);
+	else
+		free_bulk_scalar(n, ptrs);
 }

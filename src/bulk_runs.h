@@ -7,8 +7,8 @@
  * RUNS_NAME(tc, i, n, ptrs, typed) frees ptrs[i..n) while every check passes, calling nothing,
  * and returns the index of the first pointer it leaves to the slow path (n: none). With typed
  * NULL, objects of the size classes go to the thread's bins, as free() would put them; with a
- * typed cache (slub_cache_free_bulk: the caller has entered, and tc's tbin serves it), every
- * pointer must be an object of that cache, checked once per run, and goes to its tbin.
+ * typed cache (slub_cache_free_bulk: the caller has entered, and tc's bins serve it), every
+ * pointer must be an object of that cache, checked once per run, and goes to its tfbin.
  * A run is a stretch of pointers into one slab, checked against the descriptor d of the first
  * one's page, whose read-only fields are read once per run:
  *   - the object index (slab_index's test, exact: inside the slab and on an object boundary;
@@ -45,9 +45,6 @@ group_ok(__m256i o, __m256i prev, __m256i lov, __m256i invv, __m128i kv, __m256i
 static RUNS_ATTR size_t RUNS_NAME(struct tcache *tc, size_t i, size_t n, void **ptrs,
 				  struct cache *typed)
 {
-	/* the class of the last run: its bin's address is known before the first pointer's
-	 * descriptor is read, so the bin's count is not on the chain of loads from p */
-	unsigned hint = tc->bulk_hint;
 	void **src = ptrs + i, **end = ptrs + n;
 	while (src != end) {
 		uintptr_t a = (uintptr_t)*src;
@@ -58,16 +55,9 @@ static RUNS_ATTR size_t RUNS_NAME(struct tcache *tc, size_t i, size_t n, void **
 		if (typed) {
 			if (unlikely(d->cache != typed))
 				break; /* not an object of this cache (or of no slab) */
-			b = &tc->tbin[typed->id];
+			b = &tc->tfbin[typed->id];
 		} else {
-			b = &tc->fbin[hint];
-			if (unlikely(d->cls != hint)) {
-				hint = d->cls;
-				tc->bulk_hint = (uint16_t)hint;
-				b = &tc->fbin[hint];
-			}
-			if (unlikely(__atomic_load_n(&d->owner, __ATOMIC_RELAXED) != b->key))
-				b = &tc->rbin[hint]; /* another thread's sub-line object */
+			b = fbin_of(tc, d); /* free()'s choice: fbin, or rbin */
 		}
 		uint32_t c = b->count, room = b->cap - c;
 		if (unlikely((int32_t)room <= 0))

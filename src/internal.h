@@ -143,14 +143,15 @@ struct tcache {
 	struct src src[NCLASS];       /* slowpath: what refills come from */
 	void **block;                 /* the memory of the size classes' slots arrays */
 	uint32_t state;               /* enum tstate */
-	uint16_t bulk_hint;           /* free_bulk: the class of its last run (a guess) */
 	uint16_t id;                  /* this thread's id, 1..65535 (two threads may share one: a
 				       * cost, false sharing, never an error), for slab->owner */
 	/* typed caches (typed.c): touched only inside slub_cache_* calls, which set tin to their
 	 * cache meanwhile, and by slub_cache_destroy of another thread once tin is not it */
 	struct cache *tin;
 	struct cache *tfor[MAX_TYPED];   /* the cache tbin[id] serves (NULL: none) */
-	struct bin tbin[MAX_TYPED];
+	struct bin tbin[MAX_TYPED];      /* slub_cache_alloc pops here (the allocation stack) */
+	struct bin tfbin[MAX_TYPED];     /* slub_cache_free pushes here (the free stack) */
+	void **tmem[MAX_TYPED];          /* the memory of both stacks' slots arrays */
 	struct src tsrc[MAX_TYPED];
 	struct tcache *rnext, *rprev;    /* the registry of live thread caches (typed.c) */
 	struct sm_tstats *st;            /* SLUBMALLOC_STATS=1: this thread's event counters */

@@ -91,6 +91,7 @@ static void census_tcache(struct tcache *tc, void *arg)
 		if (__atomic_load_n(&tc->tfor[id], __ATOMIC_RELAXED))
 			k->held[NCLASS + id] +=
 				__atomic_load_n(&tc->tbin[id].count, __ATOMIC_RELAXED) +
+				__atomic_load_n(&tc->tfbin[id].count, __ATOMIC_RELAXED) +
 				__atomic_load_n(&tc->tsrc[id].nspill, __ATOMIC_RELAXED) +
 				untouched(__atomic_load_n(&tc->tsrc[id].active, __ATOMIC_RELAXED));
 	sm_region_unlock();

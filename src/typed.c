@@ -1,14 +1,15 @@
 /* typed.c: typed object caches, after the kernel's kmem_cache_create/alloc/free/destroy.
  * A typed cache is a struct cache of its own (its own slabs, so a constructor's work survives
  * free and reuse: the free pointer of a ctor cache lives past the object's body) with an id
- * in 0..MAX_TYPED-1. Each thread keeps, per id, a bin, a spill chain and an active slab
- * (struct tcache's tbin/tsrc), touched only inside the slub_cache_* calls. free() of
- * a typed object is accepted too: its slab says cls NCLASS, whose thread bin is always empty,
- * so it goes straight back to its slab.
+ * in 0..MAX_TYPED-1. Each thread keeps, per id, two stacks as the size classes' bins (tbin
+ * for allocation, tfbin for frees), a spill chain and an active slab (struct tcache's tbin,
+ * tfbin, tsrc), touched only inside the slub_cache_* calls. free() of a typed object is
+ * accepted too: its slab says cls NCLASS, whose thread bin is always empty, so it goes
+ * straight back to its slab.
  *
  * DESTROY WITH OTHER THREADS ALIVE (the kernel flushes every CPU's cache; so must we):
  *   caller of a slub_cache_* call on c:  tin = c; compiler barrier; load c->dead; use its
- *                                        tbin/tsrc; tin = NULL (release)
+ *                                        tbin/tfbin/tsrc; tin = NULL (release)
  *   slub_cache_destroy(c):               c->dead = 1; membarrier(PRIVATE_EXPEDITED); then for
  *                                        every registered thread: wait while its tin is c;
  *                                        drain its state for c.
@@ -91,6 +92,8 @@ static void drain(struct tcache *tc, unsigned id)
 	struct cache *c = tc->tfor[id];
 	if (!c)
 		return;
+	sm_free_array(tc->tfbin[id].slots, tc->tfbin[id].count);
+	tc->tfbin[id].count = 0;
 	sm_drop(&tc->tbin[id], &tc->tsrc[id], c->fpoff);
 	tc->tfor[id] = NULL;
 }
@@ -100,10 +103,10 @@ void sm_typed_thread_exit(struct tcache *tc)
 	sm_lock(&registry_lock);
 	for (unsigned id = 0; id < MAX_TYPED; id++) {
 		drain(tc, id);
-		if (tc->tbin[id].slots) {
-			sm_free_fast(tc->tbin[id].slots - 1);
-			tc->tbin[id].slots = NULL;
-			tc->tbin[id].cap = 0;
+		if (tc->tmem[id]) {
+			sm_free_fast(tc->tmem[id]);
+			tc->tmem[id] = tc->tbin[id].slots = tc->tfbin[id].slots = NULL;
+			tc->tbin[id].cap = tc->tfbin[id].cap = 0;
 		}
 	}
 	if (tc->rprev)
@@ -166,22 +169,24 @@ SM_EXPORT struct slub_cache *slub_cache_create(const char *name, size_t size, si
 static bool own_bin(struct tcache *tc, struct cache *c)
 {
 	unsigned id = c->id;
-	struct bin *b = &tc->tbin[id];
+	struct bin *b = &tc->tbin[id], *f = &tc->tfbin[id];
 	if (tc->tfor[id] == c)
 		return true;
-	if (b->slots && b->cap != c->cap) {
-		sm_free_fast(b->slots - 1);
-		b->slots = NULL;
+	if (tc->tmem[id] && b->cap != c->cap) {
+		sm_free_fast(tc->tmem[id]);
+		tc->tmem[id] = NULL;
 	}
-	if (!b->slots) {
-		void **v = sm_alloc_fast((c->cap + 1) * sizeof(void *));
+	if (!tc->tmem[id]) { /* both stacks, each after a NULL guard */
+		void **v = sm_alloc_fast(2 * (c->cap + 1) * sizeof(void *));
 		if (!v)
 			return false;
-		v[0] = NULL; /* the guard before slots[0] */
-		b->slots = v + 1;
+		v[0] = v[c->cap + 1] = NULL;
+		tc->tmem[id] = v;
 	}
-	b->cap = (uint16_t)c->cap;
-	b->count = 0;
+	b->slots = tc->tmem[id] + 1;
+	f->slots = tc->tmem[id] + c->cap + 2;
+	b->cap = f->cap = (uint16_t)c->cap;
+	b->count = f->count = 0;
 	tc->tfor[id] = c;
 	return true;
 }
@@ -208,7 +213,7 @@ static size_t take(struct tcache *tc, struct cache *c, size_t n, void **out)
 	if (!own_bin(tc, c))
 		return 0;
 	unsigned id = c->id;
-	size_t got = sm_take_n(c, 0, &tc->tbin[id], NULL, &tc->tsrc[id], out, n);
+	size_t got = sm_take_n(c, 0, &tc->tbin[id], &tc->tfbin[id], &tc->tsrc[id], out, n);
 	if (got == n)
 		return n;
 	/* out of memory: give back what was taken */
@@ -217,11 +222,11 @@ static size_t take(struct tcache *tc, struct cache *c, size_t n, void **out)
 	return 0;
 }
 
-/* Put n objects of c back into tc's bin for it (tc entered, or the orphan locked). */
+/* Put n objects of c on tc's free stack for it (tc entered, or the orphan locked). */
 static void put(struct tcache *tc, struct cache *c, size_t n, void **ptrs)
 {
 	unsigned id = c->id;
-	struct bin *b = &tc->tbin[id];
+	struct bin *b = &tc->tfbin[id];
 	if (c->dead || tc->tfor[id] != c) { /* no bin for c here: straight to the slabs */
 		sm_free_array(ptrs, n);
 		return;
@@ -232,7 +237,9 @@ static void put(struct tcache *tc, struct cache *c, size_t n, void **ptrs)
 			continue;
 		if (b->count && b->slots[b->count - 1] == p)
 			sm_fatal_in("double free", p, c);
-		if (b->count == b->cap) { /* the older half goes back, grouped by slab */
+		if (b->count == b->cap && !tc->tbin[id].count) {
+			bin_swap(&tc->tbin[id], b); /* these become the allocation stack */
+		} else if (b->count == b->cap) { /* the older half goes back, grouped by slab */
 			uint32_t half = b->cap / 2 ? b->cap / 2 : b->cap;
 			sm_free_array(b->slots, half);
 			memmove(b->slots, b->slots + half, (b->count - half) * sizeof(void *));
@@ -341,7 +348,7 @@ static inline __attribute__((always_inline)) void free_one(struct cache *c, void
 	if (likely(region_is_ours(a) && is_object(d = page_desc(a), a) &&
 		   d->cache == c)) {
 		struct tcache *tc = &sm_tc;
-		struct bin *b = &tc->tbin[c->id];
+		struct bin *b = &tc->tfbin[c->id];
 		enter(tc, c);
 		if (likely(serves(tc, c))) {
 			uint32_t n = b->count;
@@ -367,8 +374,8 @@ SM_EXPORT void slub_cache_free(struct slub_cache *sc, void *p)
 	free_one(cache_from(sc), p);
 }
 
-/* Arrays of SHORT_BULK or more objects take one copy, or runs; shorter ones the single calls'
- * paths one by one (a run's setup costs more than it saves there). */
+/* Frees of arrays shorter than SHORT_BULK take the single call's path one by one (a run's
+ * setup costs more than it saves there). */
 #define SHORT_BULK 4
 
 static __attribute__((noinline)) size_t alloc_bulk(struct cache *c, size_t n, void **ptrs)
@@ -397,16 +404,18 @@ static __attribute__((noinline)) size_t alloc_bulk(struct cache *c, size_t n, vo
 SM_EXPORT size_t slub_cache_alloc_bulk(struct slub_cache *sc, size_t n, void **ptrs)
 {
 	struct cache *c = cache_from(sc);
-	if (n == 1 && ptrs)
-		return (ptrs[0] = alloc_one(c)) ? 1 : 0;
-	if (n < SHORT_BULK && n && ptrs) {
-		for (size_t i = 0; i < n; i++)
-			if (!(ptrs[i] = alloc_one(c))) {
-				free_n(c, i, ptrs); /* all or nothing */
-				errno = ENOMEM;
-				return 0;
-			}
-		return n;
+	if (n == 1 && ptrs) { /* slub_cache_alloc's fastpath; any other case: alloc_bulk */
+		struct tcache *tc = &sm_tc;
+		struct bin *b = &tc->tbin[c->id];
+		enter(tc, c);
+		uint32_t k = b->count;
+		if (likely(serves(tc, c) && k && !(c->flags & SLUB_ZERO))) {
+			b->count = --k;
+			ptrs[0] = b->slots[k];
+			leave(tc);
+			return 1;
+		}
+		leave(tc);
 	}
 	return alloc_bulk(c, n, ptrs);
 }
