@@ -18,24 +18,24 @@
  *     leaves it to the slow path, which reports it;
  *   - the owner check and the choice of bin are free()'s (fastpath.h), once per run.
  * The vector check works on 32-bit offsets (a slab spans less than 4 GiB): off < 2^32 and
- * rotr32((uint32)off * inv32, k) < objects, where inv32 (inv's low half) is the inverse of
+ * rotr32((uint32)off * inv32, k) <= objects - 1 (a run's slab has objects >= 1), where inv32 (inv's low half) is the inverse of
  * size's odd part mod 2^32: the same divisibility test as slab_index, in 32 bits. */
 
 #if RUNS_VEC
 /* Whether the four pointers o are objects of the run's slab, each unlike the one before it
- * (prev: the pointer before o's first, then o's first three). */
+ * (prev: the pointer before o's first, then o's first three). Per pointer, in 32-bit lanes:
+ * the low lane gets rotr32((uint32)off * inv32, k), the high lane off's high half; both must be
+ * at most lim's lanes (objects - 1, and 0). */
 static inline __attribute__((always_inline, target("avx2"))) bool
-group_ok(__m256i o, __m256i prev, __m256i lov, __m256i invv, __m128i kv, __m256i lastv)
+group_ok(__m256i o, __m256i prev, __m256i lov, __m256i invv, __m256i kv, __m256i lim)
 {
 	__m256i off = _mm256_sub_epi64(o, lov);
 	__m256i x = _mm256_mul_epu32(off, invv);            /* low halves: (uint32)off * inv32 */
 	x = _mm256_shuffle_epi32(x, _MM_SHUFFLE(2, 2, 0, 0)); /* each lane: x << 32 | x */
-	__m256i idx = _mm256_and_si256(_mm256_srl_epi64(x, kv), _mm256_set1_epi64x(0xffffffff));
-	__m256i bad = _mm256_or_si256(_mm256_cmpgt_epi64(idx, lastv),
-				      _mm256_cmpgt_epi64(_mm256_srli_epi64(off, 32),
-							 _mm256_setzero_si256()));
-	bad = _mm256_or_si256(bad, _mm256_cmpeq_epi64(o, prev));
-	return _mm256_testz_si256(bad, bad);
+	__m256i t = _mm256_blend_epi32(_mm256_srlv_epi64(x, kv), off, 0xaa);
+	__m256i ok = _mm256_cmpeq_epi32(_mm256_max_epu32(t, lim), lim);
+	ok = _mm256_andnot_si256(_mm256_cmpeq_epi64(o, prev), ok);
+	return _mm256_movemask_epi8(ok) == -1;
 }
 #define RUNS_ATTR inline __attribute__((always_inline, target("avx2")))
 #else
@@ -74,20 +74,24 @@ static RUNS_ATTR size_t RUNS_NAME(struct tcache *tc, size_t i, size_t n, void **
 		if (stop - src >= 4) {
 			__m256i lov = _mm256_set1_epi64x((long long)lo);
 			__m256i invv = _mm256_set1_epi64x((long long)inv);
-			__m128i kv = _mm_cvtsi32_si128((int)k);
-			__m256i lastv = _mm256_set1_epi64x((long long)(objects - 1));
-			__m256i before = _mm256_set1_epi64x((long long)(uintptr_t)top);
+			__m256i kv = _mm256_set1_epi64x(k);
+			__m256i lim = _mm256_set1_epi64x((long long)(uint32_t)(objects - 1));
+			size_t g = (size_t)(stop - src) / 4, j = 0;
 			do {
-				__m256i o = _mm256_loadu_si256((const __m256i *)(const void *)src);
+				__m256i o = _mm256_loadu_si256(
+					(const __m256i *)(const void *)(src + 4 * j));
+				/* the pointer before the group: the bin's top, then a load (an
+				 * 8-byte load inside one of malloc_bulk's 32-byte stores) */
+				__m256i before = _mm256_set1_epi64x(
+					(long long)(uintptr_t)(j ? src[4 * j - 1] : top));
 				__m256i prev = _mm256_blend_epi32(
 					_mm256_permute4x64_epi64(o, _MM_SHUFFLE(2, 1, 0, 0)), before, 3);
-				if (!group_ok(o, prev, lov, invv, kv, lastv))
+				if (!group_ok(o, prev, lov, invv, kv, lim))
 					break;
-				_mm256_storeu_si256((__m256i *)(void *)dst, o);
-				before = _mm256_permute4x64_epi64(o, _MM_SHUFFLE(3, 3, 3, 3));
-				src += 4;
-				dst += 4;
-			} while (stop - src >= 4);
+				_mm256_storeu_si256((__m256i *)(void *)(dst + 4 * j), o);
+			} while (++j != g);
+			src += 4 * j;
+			dst += 4 * j;
 			top = dst[-1];
 		}
 #endif
