@@ -37,6 +37,11 @@ group_ok(__m256i o, __m256i prev, __m256i lov, __m256i invv, __m256i kv, __m256i
 	ok = _mm256_andnot_si256(_mm256_cmpeq_epi64(o, prev), ok);
 	return _mm256_movemask_epi8(ok) == -1;
 }
+/* The 8 bytes at p in every lane: one load (vbroadcastsd), no shuffle port. */
+static inline __attribute__((always_inline, target("avx2"))) __m256i bcast64(const void *p)
+{
+	return _mm256_castpd_si256(_mm256_broadcast_sd((const double *)p));
+}
 #define RUNS_ATTR inline __attribute__((always_inline, target("avx2")))
 #else
 #define RUNS_ATTR inline __attribute__((always_inline))
@@ -72,18 +77,18 @@ static RUNS_ATTR size_t RUNS_NAME(struct tcache *tc, size_t i, size_t n, void **
 		/* groups of four from the run's first pointer: 32-byte loads at the offsets
 		 * malloc_bulk stores at, so they are served by its stores (store forwarding) */
 		if (stop - src >= 4) {
-			__m256i lov = _mm256_set1_epi64x((long long)lo);
-			__m256i invv = _mm256_set1_epi64x((long long)inv);
+			/* broadcasts straight from the descriptor (load ports, not shuffles) */
+			__m256i lov = bcast64(&d->start);
+			__m256i invv = bcast64(&d->inv);
 			__m256i kv = _mm256_set1_epi64x(k);
-			__m256i lim = _mm256_set1_epi64x((long long)(uint32_t)(objects - 1));
+			__m256i lim = _mm256_add_epi64(bcast64(&d->objects), _mm256_set1_epi64x(-1));
 			size_t g = (size_t)(stop - src) / 4, j = 0;
 			do {
 				__m256i o = _mm256_loadu_si256(
 					(const __m256i *)(const void *)(src + 4 * j));
 				/* the pointer before the group: the bin's top, then a load (an
 				 * 8-byte load inside one of malloc_bulk's 32-byte stores) */
-				__m256i before = _mm256_set1_epi64x(
-					(long long)(uintptr_t)(j ? src[4 * j - 1] : top));
+				__m256i before = bcast64(j ? &src[4 * j - 1] : &dst[-1]);
 				__m256i prev = _mm256_blend_epi32(
 					_mm256_permute4x64_epi64(o, _MM_SHUFFLE(2, 1, 0, 0)), before, 3);
 				if (!group_ok(o, prev, lov, invv, kv, lim))
