@@ -4,17 +4,20 @@
  * DATA STRUCTURES
  *   thread (TLS, struct tcache)          cache (one per size class)       slab (in region header)
  *   bin[c].slots[0..count)  = objects     lock                             start, size, objects
- *   bin[c].cap, rbin[c] (others' objects) partial <-> slab <-> slab        carved (owner only)
+ *   fbin[c] (frees), bin[c].cap           partial <-> slab <-> slab        carved (owner only)
+ *   rbin[c] (others' sub-line objects)
  *   src[c].spill -> o -> o (encoded chain; src[c].nspill of them)
  *   src[c].active ------------------------------------------------------> word = {freelist,
  *                                                                                 counters}
- *   A thread's bin for class c (its "sheaf") holds objects of any slabs of c, at most cap of
- *   them, except, in classes below a cache line, objects of slabs another thread froze last
- *   (slab->owner != bin.key): those wait in rbin[c] and go back to their slabs when it fills,
- *   so a thread never reuses a small object next to ones another thread writes (passive false
- *   sharing). Objects in a bin or a spill chain count as "in use" for their slabs. A full bin
- *   sends its older half back, grouped by slab (sm_flush); an empty one is refilled from the
- *   active slab: its spill, its shared freelist (take-all), its untouched objects (carve).
+ *   A thread keeps for class c two stacks of objects (its "sheaves"): malloc pops bin[c], free
+ *   pushes fbin[c]; each holds objects of any slabs of c, at most cap of them. When bin[c]
+ *   runs dry the two arrays swap (bin_swap); when fbin[c] fills they swap if bin[c] is empty,
+ *   else fbin[c]'s older half goes back, grouped by slab (sm_flush). Excepted: in classes below
+ *   a cache line, objects of slabs another thread froze last (slab->owner != fbin.key) wait in
+ *   rbin[c] and go back to their slabs when it fills, so a thread never reuses a small object
+ *   next to ones another thread writes (passive false sharing). Objects in a bin or a spill
+ *   chain count as "in use" for their slabs. An empty bin with an empty fbin is refilled from
+ *   the active slab: its spill, its shared freelist (take-all), its untouched objects (carve).
  *
  * THE SHARED WORD: slab->word = { lo: freelist head, hi: counters = inuse (bits 0-31) |
  *   frozen (bit 32) }, 16-byte aligned, changed only with cas16() (lock cmpxchg16b).
