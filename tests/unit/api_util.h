@@ -249,6 +249,38 @@ struct test_case {
 	void (*fn)(void);
 };
 
+/* A bulk free with one bad pointer: an array of n, position j, kind (0: none, else a kind the
+ * test defines; the last kind is "the previous pointer again", which has no position 0). */
+struct bad_at {
+	size_t n, j;
+	int kind;
+};
+
+/* For each length in lens: fn(&b) with kind 0 must exit 0 without a word on stderr; with every
+ * kind 1..kinds at every position it must report and abort. call and names[] word the
+ * failures. */
+static inline void expect_bad_everywhere(void (*fn)(void *), const size_t *lens, size_t nlens,
+					 int kinds, const char *const *names, const char *call)
+{
+	for (size_t l = 0; l < nlens; l++) {
+		struct bad_at b = {.n = lens[l], .j = 0, .kind = 0};
+		char *err;
+		int st = run_in_child(fn, &b, &err);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && !*err,
+		      "%s of %zu valid pointers: status %d, stderr \"%s\"", call, b.n, st, err);
+		free(err);
+		for (b.j = 0; b.j < b.n; b.j++)
+			for (b.kind = 1; b.kind <= kinds; b.kind++) {
+				if (b.kind == kinds && b.j == 0)
+					continue;
+				char what[128];
+				snprintf(what, sizeof what, "%s of %zu with %s at %zu", call, b.n,
+					 names[b.kind], b.j);
+				expect_report(fn, &b, what);
+			}
+	}
+}
+
 /* Runs this program again, with the same arguments, under SLUBMALLOC_AVX2=0 (the bulk calls'
  * checks and copies one pointer at a time), unless that variable is set already; returns 1 if
  * that run failed. */

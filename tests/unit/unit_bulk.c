@@ -649,11 +649,6 @@ static void bad_large_interior(void *arg)
 /* At every position of arrays of several lengths (runs checked four at a time with AVX2 and
  * one at a time after them): an interior pointer, a foreign one, and the pointer before it
  * again (a double free) are each reported, and a clean array of the same shape is not. */
-struct bad_at {
-	size_t n, j;
-	int kind; /* 0 none, 1 interior, 2 foreign, 3 the previous pointer again */
-};
-
 static void free_with_bad(void *arg)
 {
 	const struct bad_at *b = arg;
@@ -676,23 +671,8 @@ static void case_invalid_positions(void)
 	static const size_t lens[] = {4, 5, 8, 9, 16, 33};
 	static const char *const kind[] = {"", "an interior pointer", "a foreign pointer",
 					   "the previous pointer again"};
-	for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
-		struct bad_at b = {.n = lens[l], .j = 0, .kind = 0};
-		char *err;
-		int st = run_in_child(free_with_bad, &b, &err);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && !*err,
-		      "free_bulk of %zu valid pointers: status %d, stderr \"%s\"", b.n, st, err);
-		free(err);
-		for (b.j = 0; b.j < b.n; b.j++)
-			for (b.kind = 1; b.kind <= 3; b.kind++) {
-				if (b.kind == 3 && b.j == 0)
-					continue;
-				char what[96];
-				snprintf(what, sizeof what, "free_bulk of %zu with %s at %zu", b.n,
-					 kind[b.kind], b.j);
-				expect_report(free_with_bad, &b, what);
-			}
-	}
+	expect_bad_everywhere(free_with_bad, lens, sizeof lens / sizeof lens[0], 3, kind,
+			      "free_bulk");
 	/* across calls: the last pointer of one call freed again by the next */
 	void *v[8];
 	CHECK(malloc_bulk(64, 8, v) == 8, "malloc_bulk");

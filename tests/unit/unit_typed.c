@@ -355,11 +355,6 @@ static void wrong_stack(void *arg)
 
 /* slub_cache_free_bulk with a bad pointer at position j of n: another cache's object, a
  * malloc object, an interior pointer, the pointer before it again; kind 0: none (no report). */
-struct bad_at {
-	size_t n, j;
-	int kind;
-};
-
 static void wrong_at(void *arg)
 {
 	const struct bad_at *w = arg;
@@ -386,24 +381,8 @@ static void case_wrong_positions(void)
 	static const size_t lens[] = {4, 7, 8, 17, 33};
 	static const char *const kind[] = {"", "another cache's object", "a malloc object",
 					   "an interior pointer", "the previous pointer again"};
-	for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
-		struct bad_at w = {.n = lens[l], .j = 0, .kind = 0};
-		char *err;
-		int st = run_in_child(wrong_at, &w, &err);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && !*err,
-		      "slub_cache_free_bulk of %zu valid pointers: status %d, stderr \"%s\"", w.n, st,
-		      err);
-		free(err);
-		for (w.j = 0; w.j < w.n; w.j++)
-			for (w.kind = 1; w.kind <= 4; w.kind++) {
-				if (w.kind == 4 && w.j == 0)
-					continue;
-				char what[112];
-				snprintf(what, sizeof what, "slub_cache_free_bulk of %zu with %s at %zu",
-					 w.n, kind[w.kind], w.j);
-				expect_report(wrong_at, &w, what);
-			}
-	}
+	expect_bad_everywhere(wrong_at, lens, sizeof lens / sizeof lens[0], 4, kind,
+			      "slub_cache_free_bulk");
 }
 
 static void case_wrong_cache(void)
