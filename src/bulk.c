@@ -151,19 +151,25 @@ static __attribute__((noinline, target("avx2"))) size_t typed_runs_avx2(struct t
 	return free_runs_avx2(tc, i, n, ptrs, c);
 }
 
+static __attribute__((noinline)) size_t typed_runs(struct tcache *tc, size_t i, size_t n,
+						    void **ptrs, struct cache *c)
+{
+	return free_runs(tc, i, n, ptrs, c);
+}
+
+/* Dispatchers only (tail calls), for typed.c. */
 size_t sm_bulk_runs(struct tcache *tc, size_t i, size_t n, void **ptrs, struct cache *typed)
 {
 	if (n - i >= 4 && sm_g.avx2)
 		return typed_runs_avx2(tc, i, n, ptrs, typed);
-	return free_runs(tc, i, n, ptrs, typed);
+	return typed_runs(tc, i, n, ptrs, typed);
 }
 
-void sm_copy_ptrs(void **dst, void *const *src, size_t n)
+size_t sm_copy_ptrs(void **dst, void *const *src, size_t n)
 {
-	if (sm_g.avx2)
-		copy_ptrs_avx2(dst, src, n);
-	else
-		copy_ptrs(dst, src, n);
+	if (n >= 4 && sm_g.avx2)
+		return copy_ptrs_avx2(dst, src, n);
+	return copy_ptrs_n(dst, src, n);
 }
 
 static __attribute__((noinline)) void free_bulk_scalar(size_t n, void **ptrs)

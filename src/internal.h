@@ -321,7 +321,7 @@ void sm_depot_unlock_all(void);
 
 /* "bulk.c": the run check of free_bulk, and pointer copies (AVX2 when the CPU has it) */
 size_t sm_bulk_runs(struct tcache *tc, size_t i, size_t n, void **ptrs, struct cache *typed);
-void sm_copy_ptrs(void **dst, void *const *src, size_t n);
+size_t sm_copy_ptrs(void **dst, void *const *src, size_t n); /* returns n */
 
 /* "typed.c": typed object caches */
 void sm_typed_gone(struct cache *c);          /* a dead typed cache lost its last slab */

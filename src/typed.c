@@ -378,24 +378,35 @@ SM_EXPORT void slub_cache_free(struct slub_cache *sc, void *p)
  * setup costs more than it saves there). */
 #define SHORT_BULK 4
 
+static SM_COLD size_t bad_bulk_args(size_t n)
+{
+	if (n)
+		errno = EINVAL;
+	return 0;
+}
+
+static SM_COLD size_t copy_zeroed(struct cache *c, void **ptrs, void *const *from, size_t n)
+{
+	sm_copy_ptrs(ptrs, from, n);
+	for (size_t i = 0; i < n; i++)
+		memset(ptrs[i], 0, c->size);
+	return n;
+}
+
 static __attribute__((noinline)) size_t alloc_bulk(struct cache *c, size_t n, void **ptrs)
 {
-	if (!n)
-		return 0;
-	if (!ptrs)
-		return errno = EINVAL, 0;
+	if (unlikely(!n || !ptrs))
+		return bad_bulk_args(n);
 	struct tcache *tc = &sm_tc;
 	struct bin *b = &tc->tbin[c->id];
 	enter(tc, c);
 	uint32_t k = b->count;
 	if (likely(serves(tc, c) && k >= n)) { /* one copy from the top of the bin */
 		b->count = k -= (uint32_t)n;
-		sm_copy_ptrs(ptrs, b->slots + k, n);
-		leave(tc);
-		if (c->flags & SLUB_ZERO)
-			for (size_t i = 0; i < n; i++)
-				memset(ptrs[i], 0, c->size);
-		return n;
+		leave(tc); /* slots[k, k + n) are no longer the bin's: the copy needs no guard */
+		if (likely(!(c->flags & SLUB_ZERO)))
+			return sm_copy_ptrs(ptrs, b->slots + k, n); /* a tail call */
+		return copy_zeroed(c, ptrs, b->slots + k, n);
 	}
 	leave(tc);
 	return alloc_n(c, n, ptrs);
@@ -423,12 +434,8 @@ SM_EXPORT size_t slub_cache_alloc_bulk(struct slub_cache *sc, size_t n, void **p
 static __attribute__((noinline)) void free_bulk_n(struct cache *c, size_t n, void **ptrs)
 {
 	struct tcache *tc = &sm_tc;
-	if (unlikely(tc->state != T_LIVE)) {
-		free_n(c, n, ptrs);
-		return;
-	}
 	/* runs of c's objects checked and pushed as free_bulk does (bulk.c); a pointer that
-	 * stops a run takes the general way, alone */
+	 * stops a run takes the general way, alone. (Only a live thread's bins serve a cache.) */
 	enter(tc, c);
 	if (unlikely(!serves(tc, c))) {
 		leave(tc);
