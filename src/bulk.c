@@ -3,12 +3,12 @@
  * store of the count (no per-object branch); otherwise whole runs from the bin, then straight
  * from the slab sources (spill chain, take-all, carving) into the caller's array: never n trips
  * through malloc. Free: a run of pointers into one slab is checked against that slab's
- * descriptor, read once per run (object index: one multiply and a rotate; the previous pointer
- * kept in a register stands in for the top-of-bin double-free check) and pushed onto the bin
- * with no other branch; a pointer outside the run starts the next run, and one that fails a
- * check, or finds the bin full, takes free()'s slow path (report, or flush of the older half
- * grouped by slab, one cmpxchg16b per slab). All or nothing: when memory runs out, everything
- * taken is given back and malloc_bulk returns 0 with errno ENOMEM. */
+ * descriptor, read once per run, and pushed onto the thread's free stack (fbin) with one store
+ * of the count (bulk_runs.h: the checks, scalar or four at a time with AVX2); a pointer that
+ * fails a check, or finds the free stack full, takes free()'s slow path (report, or flush of
+ * the older half grouped by slab, one cmpxchg16b per slab). The AVX2 variants are chosen per
+ * call (sm_g.avx2: the CPU has it and SLUBMALLOC_AVX2 is not 0). All or nothing: when memory
+ * runs out, everything taken is given back and malloc_bulk returns 0 with errno ENOMEM. */
 #include <errno.h>
 #include <immintrin.h>
 
@@ -42,8 +42,8 @@ static inline void copy_ptrs(void **dst, void *const *src, size_t n)
 		dst[m] = src[m];
 }
 
-/* The same as a function returning n (malloc_bulk's tail call), and with 32-byte moves: the
- * stores free_bulk's AVX2 run check loads back. */
+/* copy_ptrs as a function returning n (malloc_bulk's tail call); then the same with 32-byte
+ * moves, the stores free_bulk's AVX2 run check loads back (short arrays stay scalar). */
 static __attribute__((noinline)) size_t copy_ptrs_n(void **dst, void *const *src, size_t n)
 {
 	copy_ptrs(dst, src, n);

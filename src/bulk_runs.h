@@ -1,6 +1,6 @@
-/* bulk_runs.h: free_bulk's loop over runs, included twice by bulk.c: as RUNS_NAME with
- * RUNS_VEC 0 (any x86-64, inlined), and with RUNS_VEC 1 as a function built for AVX2, which
- * free_bulk jumps to when the CPU has it (sm_g.avx2) and which checks four pointers at a
+/* bulk_runs.h: free_bulk's loop over runs, included twice by bulk.c: with RUNS_VEC 0 (any
+ * x86-64) and with RUNS_VEC 1, built for AVX2 and inlined into bulk.c's AVX2 functions, which
+ * free_bulk jumps to when the CPU has it (sm_g.avx2); that one checks four pointers at a
  * time, from the start of each run (malloc_bulk's AVX2 copy stores 32 bytes at those offsets,
  * so the loads are served by its stores; a load across several recent smaller stores would
  * wait for them to reach the cache).
@@ -14,12 +14,14 @@
  *   - the object index (slab_index's test, exact: inside the slab and on an object boundary;
  *     a page of no slab has objects == 0 and fails it);
  *   - a pointer equal to the one before it (for the first, the bin's top: slots[-1] is a NULL
- *     guard) is a double free: it ends the run, and the next round's first-pointer check
- *     leaves it to the slow path, which reports it;
+ *     guard) is a double free;
+ *   a pointer that fails a check ends the run; when it is the run's first, the loop stops
+ *   there and the caller's slow path reports it;
  *   - the owner check and the choice of bin are free()'s (fastpath.h), once per run.
  * The vector check works on 32-bit offsets (a slab spans less than 4 GiB): off < 2^32 and
- * rotr32((uint32)off * inv32, k) <= objects - 1 (a run's slab has objects >= 1), where inv32 (inv's low half) is the inverse of
- * size's odd part mod 2^32: the same divisibility test as slab_index, in 32 bits. */
+ * rotr32((uint32)off * inv32, k) <= objects - 1 (a run's slab has objects >= 1), where inv32
+ * (inv's low half) is the inverse of size's odd part mod 2^32: the same divisibility test as
+ * slab_index, in 32 bits. */
 
 #if RUNS_VEC
 /* Whether the four pointers o are objects of the run's slab, each unlike the one before it
