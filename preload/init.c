@@ -15,6 +15,7 @@
 #include "internal.h"
 
 struct sm_global sm_g;
+size_t sm_vec_min = SIZE_MAX;
 __thread struct tcache sm_tc TLS_IE;
 
 static sm_lock_t init_lock;
@@ -75,7 +76,7 @@ void sm_init(void)
 	}
 	sm_options_read();
 	sm_os_random(&sm_g.secret, sizeof sm_g.secret);
-	sm_g.avx2 = sm_opt.avx2 && cpu_has_avx2();
+	sm_vec_min = sm_opt.avx2 && cpu_has_avx2() ? 4 : SIZE_MAX;
 	sm_sizeclass_init(sm_opt.stats);
 	for (unsigned i = 0; i < NCLASS; i++) {
 		char name[32] = "kmalloc-";

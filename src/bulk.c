@@ -7,7 +7,7 @@
  * of the count (bulk_runs.h: the checks, scalar or four at a time with AVX2); a pointer that
  * fails a check, or finds the free stack full, takes free()'s slow path (report, or flush of
  * the older half grouped by slab, one cmpxchg16b per slab). The AVX2 variants are chosen per
- * call (sm_g.avx2: the CPU has it and SLUBMALLOC_AVX2 is not 0). All or nothing: when memory
+ * call (sm_vec_min: the CPU has it and SLUBMALLOC_AVX2 is not 0). All or nothing: when memory
  * runs out, everything taken is given back and malloc_bulk returns 0 with errno ENOMEM. */
 #include <errno.h>
 #include <immintrin.h>
@@ -110,7 +110,7 @@ SM_EXPORT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 				ptrs[0] = b->slots[c];
 				return 1;
 			}
-			return n >= 4 && sm_g.avx2 ? copy_ptrs_avx2(ptrs, b->slots + c, n)
+			return n >= sm_vec_min ? copy_ptrs_avx2(ptrs, b->slots + c, n)
 						   : copy_ptrs_n(ptrs, b->slots + c, n);
 		}
 	}
@@ -126,48 +126,47 @@ SM_EXPORT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 #define RUNS_NAME free_runs_avx2
 #include "bulk_runs.h"
 
-static SM_COLD void free_rest(struct tcache *tc, size_t i, size_t n, void **ptrs)
+static SM_COLD void free_rest(struct tcache *tc, void **at, void **end)
 {
 	do {
-		if (ptrs[i])
-			sm_free_slow(ptrs[i]); /* flush, report, large, or a thread without a cache */
-		i = free_runs(tc, i + 1, n, ptrs, NULL);
-	} while (i < n);
+		if (*at)
+			sm_free_slow(*at); /* flush, report, large, or a thread without a cache */
+		at = free_runs(tc, at + 1, end, NULL);
+	} while (at != end);
 }
 
 static __attribute__((noinline, target("avx2"))) void free_bulk_avx2(size_t n, void **ptrs)
 {
 	struct tcache *tc = &sm_tc;
-	size_t i = free_runs_avx2(tc, 0, n, ptrs, NULL);
-	if (unlikely(i < n))
-		free_rest(tc, i, n, ptrs);
+	void **at = free_runs_avx2(tc, ptrs, ptrs + n, NULL);
+	if (unlikely(at != ptrs + n))
+		free_rest(tc, at, ptrs + n);
 }
 
-static __attribute__((noinline, target("avx2"))) size_t typed_runs_avx2(struct tcache *tc,
-									size_t i, size_t n,
-									void **ptrs,
+static __attribute__((noinline, target("avx2"))) void **typed_runs_avx2(struct tcache *tc,
+									void **src, void **end,
 									struct cache *c)
 {
-	return free_runs_avx2(tc, i, n, ptrs, c);
+	return free_runs_avx2(tc, src, end, c);
 }
 
-static __attribute__((noinline)) size_t typed_runs(struct tcache *tc, size_t i, size_t n,
-						    void **ptrs, struct cache *c)
+static __attribute__((noinline)) void **typed_runs(struct tcache *tc, void **src, void **end,
+						   struct cache *c)
 {
-	return free_runs(tc, i, n, ptrs, c);
+	return free_runs(tc, src, end, c);
 }
 
 /* Dispatchers only (tail calls), for typed.c. */
-size_t sm_bulk_runs(struct tcache *tc, size_t i, size_t n, void **ptrs, struct cache *typed)
+void **sm_bulk_runs(struct tcache *tc, void **src, void **end, struct cache *typed)
 {
-	if (n - i >= 4 && sm_g.avx2)
-		return typed_runs_avx2(tc, i, n, ptrs, typed);
-	return typed_runs(tc, i, n, ptrs, typed);
+	if ((size_t)(end - src) >= sm_vec_min)
+		return typed_runs_avx2(tc, src, end, typed);
+	return typed_runs(tc, src, end, typed);
 }
 
 size_t sm_copy_ptrs(void **dst, void *const *src, size_t n)
 {
-	if (n >= 4 && sm_g.avx2)
+	if (n >= sm_vec_min)
 		return copy_ptrs_avx2(dst, src, n);
 	return copy_ptrs_n(dst, src, n);
 }
@@ -175,9 +174,9 @@ size_t sm_copy_ptrs(void **dst, void *const *src, size_t n)
 static __attribute__((noinline)) void free_bulk_scalar(size_t n, void **ptrs)
 {
 	struct tcache *tc = &sm_tc;
-	size_t i = free_runs(tc, 0, n, ptrs, NULL);
-	if (unlikely(i < n))
-		free_rest(tc, i, n, ptrs);
+	void **at = free_runs(tc, ptrs, ptrs + n, NULL);
+	if (unlikely(at != ptrs + n))
+		free_rest(tc, at, ptrs + n);
 }
 
 /* A dispatcher only: the one-pointer fastpath, or a tail call. */
@@ -189,7 +188,7 @@ SM_EXPORT void free_bulk(size_t n, void **ptrs)
 		sm_free_fast(ptrs[0]);
 		return;
 	}
-	if (n >= 4 && sm_g.avx2)
+	if (n >= sm_vec_min)
 		free_bulk_avx2(n, ptrs);
 	else
 		free_bulk_scalar(n, ptrs);

@@ -1,11 +1,12 @@
 /* bulk_runs.h: free_bulk's loop over runs, included twice by bulk.c: with RUNS_VEC 0 (any
  * x86-64) and with RUNS_VEC 1, built for AVX2 and inlined into bulk.c's AVX2 functions, which
- * free_bulk jumps to when the CPU has it (sm_g.avx2); that one checks four pointers at a
+ * free_bulk jumps to when the CPU has it (sm_vec_min); that one checks four pointers at a
  * time, from the start of each run (malloc_bulk's AVX2 copy stores 32 bytes at those offsets,
  * so the loads are served by its stores; a load across several recent smaller stores would
  * wait for them to reach the cache).
- * RUNS_NAME(tc, i, n, ptrs, typed) frees ptrs[i..n) while every check passes, calling nothing,
- * and returns the index of the first pointer it leaves to the slow path (n: none). With typed
+ * RUNS_NAME(tc, src, end, typed) frees the pointers in [src, end) while every check passes,
+ * calling nothing, and returns where it stopped: the first pointer it leaves to the slow path,
+ * or end. With typed
  * NULL, objects of the size classes go to the thread's bins, as free() would put them; with a
  * typed cache (slub_cache_free_bulk: the caller has entered, and tc's bins serve it), every
  * pointer must be an object of that cache, checked once per run, and goes to its tfbin.
@@ -49,10 +50,9 @@ static inline __attribute__((always_inline, target("avx2"))) __m256i bcast64(con
 #define RUNS_ATTR inline __attribute__((always_inline))
 #endif
 
-static RUNS_ATTR size_t RUNS_NAME(struct tcache *tc, size_t i, size_t n, void **ptrs,
+static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 				  struct cache *typed)
 {
-	void **src = ptrs + i, **end = ptrs + n;
 	while (src != end) {
 		uintptr_t a = (uintptr_t)*src;
 		if (unlikely(!region_is_ours(a)))
@@ -73,7 +73,9 @@ static RUNS_ATTR size_t RUNS_NAME(struct tcache *tc, size_t i, size_t n, void **
 		uint64_t inv = d->inv, objects = d->objects;
 		unsigned k = d->shift;
 		void **dst = b->slots + c, **first = src;
-		void **stop = (size_t)(end - src) < room ? end : src + room;
+		void **stop = end;
+		if (unlikely((size_t)(end - src) > room))
+			stop = src + room;
 		void *top = dst[-1];
 #if RUNS_VEC
 		/* groups of four from the run's first pointer: 32-byte loads at the offsets
@@ -113,7 +115,7 @@ static RUNS_ATTR size_t RUNS_NAME(struct tcache *tc, size_t i, size_t n, void **
 			break; /* its first pointer failed a check: the slow path reports it */
 		b->count = (uint32_t)(dst - b->slots);
 	}
-	return (size_t)(src - ptrs);
+	return src;
 }
 
 #undef RUNS_ATTR

@@ -192,11 +192,13 @@ extern struct sm_options sm_opt;
 struct sm_global {
 	uint64_t secret;          /* freelist hardening key */
 	int ready;                /* init finished (acquire/release) */
-	bool avx2;                /* free_bulk may check pointers four at a time (bulk.c) */
 	struct cache caches[NCLASS];
 };
 
 extern struct sm_global sm_g;
+/* The shortest array the bulk calls' AVX2 paths take (bulk.c): 4 once init has found AVX2 (and
+ * SLUBMALLOC_AVX2 is not 0); SIZE_MAX before init and without it. */
+extern size_t sm_vec_min;
 extern uint8_t sm_region_map[NREGION_SLOTS];   /* 1 byte per 4 MiB of address space: ours? */
 extern uint8_t sm_class_of[CLASS_INDEX_MAX + 1]; /* (size+15)>>4 -> class */
 
@@ -320,7 +322,7 @@ void sm_depot_lock_all(void);
 void sm_depot_unlock_all(void);
 
 /* "bulk.c": the run check of free_bulk, and pointer copies (AVX2 when the CPU has it) */
-size_t sm_bulk_runs(struct tcache *tc, size_t i, size_t n, void **ptrs, struct cache *typed);
+void **sm_bulk_runs(struct tcache *tc, void **src, void **end, struct cache *typed);
 size_t sm_copy_ptrs(void **dst, void *const *src, size_t n); /* returns n */
 
 /* "typed.c": typed object caches */

@@ -195,7 +195,7 @@ void sm_options_print(void)
 		 "empty slabs each cache keeps; default 2");
 	show_num("SLUBMALLOC_THP", (uint64_t)sm_opt.thp,
 		 "1: transparent huge pages for slab regions; default 0");
-	show_num("SLUBMALLOC_AVX2", (uint64_t)sm_g.avx2,
+	show_num("SLUBMALLOC_AVX2", (uint64_t)(sm_vec_min != SIZE_MAX),
 		 "1: bulk calls check and copy four pointers at a time (if the CPU has AVX2); "
 		 "default 1");
 	show_num("SLUBMALLOC_VERBOSE", (uint64_t)sm_opt.verbose, "1: print these lines; default 0");

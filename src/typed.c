@@ -442,13 +442,13 @@ static __attribute__((noinline)) void free_bulk_n(struct cache *c, size_t n, voi
 		free_n(c, n, ptrs);
 		return;
 	}
-	size_t i = sm_bulk_runs(tc, 0, n, ptrs, c);
-	while (unlikely(i < n)) {
-		if (ptrs[i]) {
-			check_object(c, ptrs[i]);
-			put(tc, c, 1, ptrs + i); /* a full bin's flush, or the double-free report */
+	void **at = sm_bulk_runs(tc, ptrs, ptrs + n, c);
+	while (unlikely(at != ptrs + n)) {
+		if (*at) {
+			check_object(c, *at);
+			put(tc, c, 1, at); /* a full bin's flush, or the double-free report */
 		}
-		i = sm_bulk_runs(tc, i + 1, n, ptrs, c);
+		at = sm_bulk_runs(tc, at + 1, ptrs + n, c);
 	}
 	leave(tc);
 }
