@@ -326,15 +326,15 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct src *src, void **out, u
 	}
 }
 
-/* The thread's bin for cls is empty: fill half of it. One object for the caller, or NULL. */
+/* The thread's bin for cls and its free stack are empty (the caller tried bin_swap; the
+ * orphan's frees never reach its free stack): fill half of the bin. One object for the
+ * caller, or NULL. */
 void *sm_refill(struct tcache *tc, unsigned cls)
 {
 	if (unlikely(tc->trim_gen != __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED)))
 		sm_trim_self(tc);
 	struct bin *b = &tc->bin[cls];
 	struct cache *c = &sm_g.caches[cls];
-	if (bin_swap(b, &tc->fbin[cls])) /* the free stack's objects first */
-		return b->slots[--b->count];
 	uint32_t want = b->cap / 2 ? b->cap / 2 : 1;
 	b->count = 0;
 	if (!tc->src[cls].spill) /* another thread's full bin first: no links to follow */
