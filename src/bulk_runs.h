@@ -11,9 +11,9 @@
  * typed cache (slub_cache_free_bulk: the caller has entered, and tc's bins serve it), every
  * pointer must be an object of that cache, checked once per run, and goes to its tfbin.
  * A run is a stretch of pointers into one slab, checked against the descriptor d of the first
- * one's page, whose read-only fields are read once per run:
- *   - the object index (slab_index's test, exact: inside the slab and on an object boundary;
- *     a page of no slab has objects == 0 and fails it);
+ * one's page, whose read-only fields are read once per run (after is_object() of the first
+ * pointer: a page of no slab fails it, so d is a slab's and its objects >= 1):
+ *   - the object index (slab_index's test, exact: inside the slab and on an object boundary);
  *   - a pointer equal to the one before it (for the first, the bin's top: slots[-1] is a NULL
  *     guard) is a double free;
  *   a pointer that fails a check ends the run; when it is the run's first, the loop stops
@@ -58,6 +58,8 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 		if (unlikely(!region_is_ours(a)))
 			break; /* NULL, large, or not ours */
 		struct slab *d = page_desc(a);
+		if (unlikely(!is_object(d, a)))
+			break; /* d is no slab's (its fboff, objects mean nothing), or a is no object */
 		struct bin *b;
 		if (typed) {
 			if (unlikely(d->cache != typed))

@@ -1,17 +1,58 @@
 /* unit_slab.c: slab geometry, carving and the pointer -> slab lookup. For every cache: a new
  * slab is frozen with every object held; carving hands out each object exactly once, in
  * bounds, aligned; slab_of() finds the slab from each object and from every byte inside it;
- * slab_index() accepts object starts only; pointers outside all regions are not ours. */
+ * slab_index() accepts object starts only; pointers outside all regions are not ours; a bulk
+ * free whose first pointers lie in a page of ours that holds no slab is reported. */
+#include <fcntl.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "internal.h"
+#include "slubmalloc.h"
 
 static int global_var;
+
+/* free_bulk of eight pointers into a page of p's region that no slab covers (its descriptor
+ * says nothing: no object check may pass there, and no bin may be picked from it) must report
+ * and abort, with the thread's bins set up as a running program's are. */
+static void bulk_into_free_page(void)
+{
+	void *p = malloc(64);
+	CHECK(p, "malloc(64)");
+	uintptr_t a = (uintptr_t)p;
+	free(p);
+	struct region *r = (struct region *)(a & ~(uintptr_t)(REGION_SIZE - 1));
+	unsigned page = 0;
+	for (unsigned i = 1; i < REGION_PAGES && !page; i++)
+		if (!r->map[i] && !r->slabs[i].objects)
+			page = i;
+	CHECK(page, "no free page in the region of %#lx", (unsigned long)a);
+	void *v[8];
+	for (unsigned k = 0; k < 8; k++)
+		v[k] = (char *)r + (size_t)page * SPAGE_SIZE + 64 * k;
+	fflush(stdout);
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY); /* the report is expected */
+		if (null >= 0)
+			dup2(null, 2);
+		free_bulk(8, v);
+		_exit(0);
+	}
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
+	      "free_bulk into a page of no slab: status %d, not a report and abort", st);
+}
 
 int main(void)
 {
 	sm_init();
+	bulk_into_free_page();
 	for (unsigned c = 0; c < NCLASS; c++) {
 		struct cache *ca = &sm_g.caches[c];
 		CHECK(ca->objects * ca->size <= ca->pages * SPAGE_SIZE, "cache %s overflows", ca->name);
