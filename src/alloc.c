@@ -23,7 +23,7 @@ static void *alloc_orphan(unsigned cls)
 	struct bin *b = &orphan.bin[cls];
 	void *p = NULL;
 	if (orphan.state == T_LIVE)
-		p = b->count ? b->slots[--b->count] : sm_refill(&orphan, cls);
+		p = b->top != b->slots ? *--b->top : sm_refill(&orphan, cls);
 	else if (!sm_fill(&sm_g.caches[cls], 0, &orphan.src[cls], &p, 1)) /* no bins at all */
 		p = NULL;
 	sm_unlock(&orphan_lock);
@@ -47,9 +47,9 @@ static void *alloc_class(unsigned cls, size_t req, void *caller)
 	}
 	struct bin *b = &tc->bin[cls];
 	void *p;
-	if (b->count || bin_swap(b, &tc->fbin[cls])) { /* SLUBMALLOC_STATS=1 (sizeclass.c): the
+	if (b->top != b->slots || bin_swap(b, &tc->fbin[cls])) { /* SLUBMALLOC_STATS=1 (sizeclass.c): the
 							 * fastpath's work, counted here */
-		p = b->slots[--b->count];
+		p = *--b->top;
 		sm_count(&sm_g.caches[cls], EV_ALLOC_FAST, 1);
 	} else {
 		p = sm_refill(tc, cls);
@@ -89,7 +89,7 @@ void sm_free_slow(void *p)
 			sm_fatal("invalid free", p, "(not the start of an object of slubmalloc)");
 		struct tcache *tc = &sm_tc;
 		struct bin *b = &tc->fbin[s->cls];
-		if (b->count && b->slots[b->count - 1] == p)
+		if (b->top != b->slots && b->top[-1] == p)
 			sm_fatal_in("double free", p, s->cache);
 		if (tc->state == T_NEW)
 			sm_thread_start(tc);
@@ -103,18 +103,18 @@ void sm_free_slow(void *p)
 		} else if (__atomic_load_n(&page_desc(a)->owner, __ATOMIC_RELAXED) !=
 			   (c->size < 64 ? tc->id : 0)) {
 			struct bin *r = &tc->rbin[s->cls];
-			if (r->count && r->slots[r->count - 1] == p)
+			if (r->top != r->slots && r->top[-1] == p)
 				sm_fatal_in("double free", p, c);
-			if (r->count >= cap) {
-				sm_free_array(r->slots, r->count);
-				r->count = 0;
+			if (bin_count(r) >= cap) {
+				sm_free_array(r->slots, bin_count(r));
+				r->top = r->slots;
 			}
-			r->slots[r->count++] = p;
+			*r->top++ = p;
 			sm_count(c, EV_FREE_REMOTE, 1);
 		} else {
-			if (b->count >= cap)
+			if (bin_count(b) >= cap)
 				sm_flush(tc, s->cls);
-			b->slots[b->count++] = p;
+			*b->top++ = p;
 			sm_count(c, EV_FREE_FAST, 1);
 		}
 	} else {

@@ -99,19 +99,18 @@ static SM_COLD size_t malloc_bulk_slow(size_t size, size_t n, void **ptrs)
 SM_EXPORT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 {
 	if (likely(size <= MAX_SMALL && ptrs)) {
-		/* the fastpath's bin; empty (cap 0) in debug and stats modes and until the thread
+		/* the fastpath's bin; empty in debug and stats modes and until the thread
 		 * is set up, so those go to the slow path */
 		struct bin *b = &sm_tc.bin[sm_class_of[(size + 15) >> 4]];
-		uint32_t c = b->count;
-		if (likely(c >= n && n)) {
-			c -= (uint32_t)n;
-			b->count = c;
+		void **t = b->top;
+		if (likely((size_t)(t - b->slots) >= n && n)) {
+			t -= n;
+			b->top = t;
 			if (n == 1) {
-				ptrs[0] = b->slots[c];
+				ptrs[0] = *t;
 				return 1;
 			}
-			return n >= sm_vec_min ? copy_ptrs_avx2(ptrs, b->slots + c, n)
-						   : copy_ptrs_n(ptrs, b->slots + c, n);
+			return n >= sm_vec_min ? copy_ptrs_avx2(ptrs, t, n) : copy_ptrs_n(ptrs, t, n);
 		}
 	}
 	return malloc_bulk_slow(size, n, ptrs);

@@ -59,24 +59,24 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 			break; /* NULL, large, or not ours */
 		struct slab *d = page_desc(a);
 		if (unlikely(!is_object(d, a)))
-			break; /* d is no slab's (its fboff, objects mean nothing), or a is no object */
+			break; /* d is no slab's (its fbtp, objects mean nothing), or a is no object */
 		struct bin *b;
 		if (typed) {
 			if (unlikely(d->cache != typed))
 				break; /* not an object of this cache (or of no slab) */
 			b = &tc->tfbin[typed->id];
 		} else {
-			b = fbin_of(tc, d); /* free()'s choice: fbin, or rbin */
+			b = fbin_of(d); /* free()'s choice: fbin, or rbin (tc is the caller's) */
 		}
-		uint32_t c = b->count, room = b->cap - c;
-		if (unlikely((int32_t)room <= 0))
+		void **dst = b->top, **first = src;
+		ptrdiff_t room = b->lim - dst;
+		if (unlikely(room <= 0))
 			break; /* full (flush), or a thread without a cache */
 		uintptr_t lo = (uintptr_t)d->start;
 		uint64_t inv = d->inv, objects = d->objects;
 		unsigned k = d->shift;
-		void **dst = b->slots + c, **first = src;
 		void **stop = end;
-		if (unlikely((size_t)(end - src) > room))
+		if (unlikely(end - src > room))
 			stop = src + room;
 		void *top = dst[-1];
 #if RUNS_VEC
@@ -115,7 +115,7 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 		}
 		if (unlikely(src == first))
 			break; /* its first pointer failed a check: the slow path reports it */
-		b->count = (uint32_t)(dst - b->slots);
+		b->top = dst;
 	}
 	return src;
 }

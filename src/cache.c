@@ -3,8 +3,8 @@
  *
  * DATA STRUCTURES
  *   thread (TLS, struct tcache)          cache (one per size class)       slab (in region header)
- *   bin[c].slots[0..count)  = objects     lock                             start, size, objects
- *   fbin[c] (frees), bin[c].cap           partial <-> slab <-> slab        carved (owner only)
+ *   bin[c].slots[0..top)    = objects     lock                             start, size, objects
+ *   fbin[c] (frees), bin[c].lim           partial <-> slab <-> slab        carved (owner only)
  *   rbin[c] (others' sub-line objects)
  *   src[c].spill -> o -> o (encoded chain; src[c].nspill of them)
  *   src[c].active ------------------------------------------------------> word = {freelist,
@@ -335,16 +335,16 @@ void *sm_refill(struct tcache *tc, unsigned cls)
 		sm_trim_self(tc);
 	struct bin *b = &tc->bin[cls];
 	struct cache *c = &sm_g.caches[cls];
-	uint32_t want = b->cap / 2 ? b->cap / 2 : 1;
-	b->count = 0;
+	uint32_t want = bin_cap(b) / 2 ? bin_cap(b) / 2 : 1, got = 0;
 	if (!tc->src[cls].spill) /* another thread's full bin first: no links to follow */
-		b->count = sm_depot_take(cls, b->slots, want);
-	if (!b->count)
-		b->count = sm_fill(c, tc->id, &tc->src[cls], b->slots, want);
-	if (!b->count)
+		got = sm_depot_take(cls, b->slots, want);
+	if (!got)
+		got = sm_fill(c, tc->id, &tc->src[cls], b->slots, want);
+	b->top = b->slots + got;
+	if (!got)
 		return NULL;
 	sm_count(c, EV_ALLOC_SLOW, 1);
-	return b->slots[--b->count];
+	return *--b->top;
 }
 
 /* n objects of c into out[]: runs from the top of the bin b, then refills (straight into out[]
@@ -355,16 +355,17 @@ size_t sm_take_n(struct cache *c, uint16_t owner, struct bin *b, struct bin *f, 
 {
 	size_t got = 0;
 	for (;;) {
-		uint32_t k = b->count < n - got ? b->count : (uint32_t)(n - got);
-		sm_copy_ptrs(out + got, b->slots + (b->count - k), k);
-		b->count -= k;
+		uint32_t have = bin_count(b), k = have < n - got ? have : (uint32_t)(n - got);
+		b->top -= k;
+		sm_copy_ptrs(out + got, b->top, k);
 		if ((got += k) == n)
 			return n;
 		if (f && bin_swap(b, f)) /* the free stack's objects next */
 			continue;
-		if (n - got < b->cap) { /* refill the bin by half and go round */
-			if (!(b->count = sm_fill(c, owner, src, b->slots,
-						 b->cap / 2 ? b->cap / 2 : 1)))
+		uint32_t cap = bin_cap(b);
+		if (n - got < cap) { /* refill the bin by half and go round */
+			b->top = b->slots + sm_fill(c, owner, src, b->slots, cap / 2 ? cap / 2 : 1);
+			if (b->top == b->slots)
 				return got;
 			continue;
 		}
@@ -447,11 +448,12 @@ void sm_flush(struct tcache *tc, unsigned cls)
 		return;
 	}
 	struct bin *b = &tc->fbin[cls];
-	if (!tc->bin[cls].count) { /* malloc's stack is empty: these objects become it */
+	if (tc->bin[cls].top == tc->bin[cls].slots) { /* malloc's stack is empty: these
+							      * objects become it */
 		bin_swap(&tc->bin[cls], b);
 		return;
 	}
-	uint32_t n = b->count / 2 ? b->count / 2 : b->count;
+	uint32_t count = bin_count(b), n = count / 2 ? count / 2 : count;
 	if (sm_g.caches[cls].size >= 64) {
 		/* objects of slabs another thread froze go to the depot, for a thread that
 		 * allocates them; this thread's own go back to their slabs, to be taken again */
@@ -470,8 +472,8 @@ void sm_flush(struct tcache *tc, unsigned cls)
 	} else {
 		sm_free_array(b->slots, n);
 	}
-	memmove(b->slots, b->slots + n, (b->count - n) * sizeof(void *));
-	b->count -= n;
+	memmove(b->slots, b->slots + n, (count - n) * sizeof(void *));
+	b->top -= n;
 }
 
 /* ---- slot memory: one block per thread, all of one size, recycled through a pool ---- */
@@ -520,16 +522,14 @@ void sm_thread_setup(struct tcache *tc)
 		struct bin *bins[3] = {&tc->bin[i], &tc->fbin[i], &tc->rbin[i]};
 		for (int k = 0; k < 3; k++) {
 			blk[0] = NULL; /* the guard before slots[0] */
-			bins[k]->slots = blk + 1;
-			bins[k]->count = 0;
 			/* a debug cache has no bins: its calls all take the slow path */
-			bins[k]->cap = sm_g.caches[i].debug ? 0 : (uint16_t)sm_g.caches[i].cap;
+			bin_init(bins[k], blk + 1, sm_g.caches[i].debug ? 0 : sm_g.caches[i].cap);
 			bins[k]->key = sm_g.caches[i].size < 64 ? tc->id : 0;
 			if (sm_opt.stats) { /* every free to the counted slow path (KEY_NONE: via
-					     * the rbin, cap 0); malloc's fastpath stays as it is */
+					     * the rbin, no room); malloc's fastpath stays as it is */
 				bins[k]->key = KEY_NONE;
 				if (k == 2)
-					bins[k]->cap = 0;
+					bin_close(bins[k]);
 			}
 			blk += sm_g.caches[i].cap + 1;
 		}
@@ -561,8 +561,8 @@ static void unfreeze_active(struct slab *s)
 /* Return a bin's objects, its spill chain and its active slab (unfrozen) to the slabs. */
 void sm_drop(struct bin *b, struct src *src, uint32_t fpoff)
 {
-	sm_free_array(b->slots, b->count);
-	b->count = 0;
+	sm_free_array(b->slots, bin_count(b));
+	b->top = b->slots;
 	sm_free_chain(src->spill, fpoff);
 	src->spill = NULL;
 	src->nspill = 0;
@@ -577,12 +577,12 @@ void sm_thread_teardown(struct tcache *tc)
 {
 	sm_typed_thread_exit(tc);
 	for (unsigned i = 0; i < NCLASS; i++) {
-		sm_free_array(tc->rbin[i].slots, tc->rbin[i].count);
-		tc->rbin[i].count = tc->rbin[i].cap = 0;
-		sm_free_array(tc->fbin[i].slots, tc->fbin[i].count);
-		tc->fbin[i].count = tc->fbin[i].cap = 0;
+		sm_free_array(tc->rbin[i].slots, bin_count(&tc->rbin[i]));
+		bin_close(&tc->rbin[i]);
+		sm_free_array(tc->fbin[i].slots, bin_count(&tc->fbin[i]));
+		bin_close(&tc->fbin[i]);
 		sm_drop(&tc->bin[i], &tc->src[i], 0);
-		tc->bin[i].cap = 0;
+		bin_close(&tc->bin[i]);
 	}
 	if (tc->block)
 		block_put(tc->block);

@@ -4,17 +4,18 @@
  *                 -> empty (or n > MAX_SMALL, or thread not set up): sm_alloc_slow (alloc.c)
  *                      -> sm_refill (cache.c): the free stack (swap) / spill / take-all /
  *                         carve / partial / new slab
- *   free(p)    -> sm_free_fast: region bit, page descriptor, object index check; push p on the
- *                 thread's fbin (free stack) of the slab's class, or, for an object smaller
- *                 than a cache line from another thread's slab (slab->owner != bin key), on
- *                 its rbin: reusing it here would make two threads write one line (passive
- *                 false sharing); the rbin is never allocated from, only sent back
+ *   free(p)    -> sm_free_fast: region byte, page descriptor, object check; push p on the
+ *                 thread's fbin (free stack) of the slab's class (thread pointer +
+ *                 slab->fbtp), or, for an object smaller than a cache line from another
+ *                 thread's slab (slab->owner != bin key), on its rbin: reusing it here would
+ *                 make two threads write one line (passive false sharing); the rbin is never
+ *                 allocated from, only sent back
  *                 -> not ours, fbin full, p already on top, thread not set up: sm_free_slow
  *                      -> sm_flush: swap with an empty bin, or sm_free_array ->
  *                         sm_push_chain (one cas16 per slab)
  * Neither fastpath takes a lock, uses an atomic instruction or touches the object's memory.
- * A thread's struct tcache starts zeroed (count 0, cap 0), so its first malloc and first free
- * take the slow path, which sets the thread up: no "initialised?" branch here. */
+ * A thread's struct tcache starts zeroed (no slots, no room), so its first malloc and first
+ * free take the slow path, which sets the thread up: no "initialised?" branch here. */
 #ifndef SM_FASTPATH_H
 #define SM_FASTPATH_H
 
@@ -24,10 +25,10 @@ static inline void *sm_alloc_fast(size_t size)
 {
 	if (likely(size <= MAX_SMALL)) {
 		struct bin *b = &sm_tc.bin[sm_class_of[(size + 15) >> 4]];
-		uint32_t n = b->count;
-		if (likely(n)) {
-			b->count = --n;
-			return b->slots[n];
+		void **t = b->top;
+		if (likely(t != b->slots)) {
+			b->top = --t;
+			return *t;
 		}
 	}
 	return sm_alloc_slow(size);
@@ -39,12 +40,12 @@ static inline void sm_free_fast(void *p)
 	if (likely(region_is_ours(a))) {
 		struct slab *s = page_desc(a);
 		if (likely(is_object(s, a))) {
-			struct bin *b = fbin_of(&sm_tc, s); /* fbin, or rbin: another thread's
-							     * sub-line object */
-			uint32_t n = b->count;
-			if (likely(n < b->cap && (b->slots + n)[-1] != p)) {
-				b->slots[n] = p;
-				b->count = n + 1;
+			struct bin *b = fbin_of(s); /* fbin, or rbin: another thread's sub-line
+						     * object */
+			void **t = b->top;
+			if (likely(t < b->lim && t[-1] != p)) {
+				*t = p;
+				b->top = t + 1;
 				return;
 			}
 		}

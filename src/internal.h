@@ -30,32 +30,39 @@ struct cache;
 
 /* A slab descriptor ("struct slab"), out of band in its region's header page, one per page.
  * A slab of several pages is described by the descriptor of its first page (the head); the
- * descriptors of its other pages carry copies of the read-only fields (start .. pages) and
- * head, so free() finds what it needs at an address it computes, without a load. A page that
- * belongs to no slab has objects == 0, which every object check rejects. */
+ * descriptors of its other pages carry copies of the read-only fields (start .. shift, size,
+ * pages) and head, so free() finds what it needs at an address it computes, without a load.
+ * A page that belongs to no slab has objects == qlim == 0, which every object check rejects. */
 struct slab {
-	/* line 0: set when the slab is made; carved by the owner; links under the cache lock */
+	/* line 0: set when the slab is made (owner: when it is frozen), read by free() */
 	struct slab *head;        /* the descriptor of the slab's first page (itself if first) */
 	char *start;              /* first object (the slab's first page) */
 	struct cache *cache;      /* the cache whose objects it holds */
-	uint64_t inv;             /* the inverse mod 2^64 of size's odd part (see slab_index) */
-	uint64_t objects;         /* objects per slab (64 bits: slab_index compares it in place) */
-	uint32_t size;            /* object size */
-	uint32_t carved;          /* objects handed out at least once; the rest are untouched */
-	uint16_t cls;             /* size class; NCLASS (no thread bin) for a typed cache */
-	uint32_t fboff;           /* offsetof(struct tcache, fbin[cls]): free()'s bin, without
-				   * arithmetic on cls (see fbin_of) */
-	uint8_t pages;            /* 64 KiB pages spanned */
-	uint8_t on_partial;       /* on cache->partial (cache lock) */
-	uint8_t shift;            /* size = odd part << shift */
-	uint16_t freezer;         /* head: the id of the thread that froze it last (depot.c) */
+	uint64_t inv;             /* the inverse mod 2^64 of size's odd part (see object_q) */
+	uint64_t objects;         /* objects per slab (64 bits: the bulk checks broadcast it) */
+	uint64_t qlim;            /* objects << shift: is_object()'s bound, 0 on no slab */
+	int64_t fbtp;             /* free()'s bin: thread_pointer() + fbtp is the calling
+				   * thread's &sm_tc.fbin[cls] (the TLS offset of sm_tc is the
+				   * same in every thread) */
+	uint32_t qmask;           /* (1 << shift) - 1: is_object()'s alignment bits */
 	uint16_t owner;           /* objects smaller than a cache line: the id of the thread that
 				   * froze the slab last (others' frees of them go to their rbin);
 				   * 0 for larger objects, which any thread reuses */
-	/* line 1: the shared word, changed only by cas16(); then the partial-list links */
+	uint8_t cls;              /* size class; NCLASS (no thread bin) for a typed cache */
+	uint8_t shift;            /* size = odd part << shift */
+	/* line 1: the shared word, changed only by cas16(); the partial-list links; fields no
+	 * fastpath reads */
 	dword_t word __attribute__((aligned(64))); /* lo: freelist head, hi: counters */
 	struct slab *next, *prev; /* cache->partial links (cache lock); head only */
+	uint32_t size;            /* object size */
+	uint32_t carved;          /* objects handed out at least once; the rest are untouched */
+	uint16_t freezer;         /* head: the id of the thread that froze it last (depot.c) */
+	uint8_t pages;            /* 64 KiB pages spanned */
+	uint8_t on_partial;       /* on cache->partial (cache lock) */
 } __attribute__((aligned(64)));
+
+_Static_assert(sizeof(struct slab) == 128, "page_desc() scales the page index by 128");
+_Static_assert(NCLASS < 256, "slab->cls is a byte");
 
 /* A 4 MiB region: page 0 is this header, pages 1..63 are slab pages. */
 struct region {
@@ -102,32 +109,55 @@ struct cache {
 } __attribute__((aligned(64)));
 
 /* The per-thread object cache of one class ("kmem_cache_cpu", shaped as the kernel's sheaves):
- * two arrays of object pointers, each a struct bin: malloc pops slots[count - 1] of the
- * allocation stack (tcache.bin), free pushes slots[count] of the free stack (tcache.fbin).
- * malloc that finds its stack empty swaps the two arrays first (bin_swap); free that finds its
- * stack full swaps them when malloc's is empty, else sends the older half back. Two stacks, not
- * one: a malloc right after a free does not load what that free has just stored (the count,
- * the pointer), so the two calls' chains of dependent loads stay apart (mimalloc's free and
- * local_free lists; the kernel's main and spare sheaves). */
+ * two arrays of object pointers, each a struct bin: malloc pops *--top of the allocation
+ * stack (tcache.bin), free pushes *top++ of the free stack (tcache.fbin). malloc that finds
+ * its stack empty swaps the two arrays first (bin_swap); free that finds its stack full swaps
+ * them when malloc's is empty, else sends the older half back. Two stacks, not one: a malloc
+ * right after a free does not load what that free has just stored (the top, the pointer), so
+ * the two calls' chains of dependent loads stay apart (mimalloc's free and local_free lists;
+ * the kernel's main and spare sheaves). Pointers, not a count: the fastpaths compare and
+ * store without scaling an index. */
 struct bin {
+	void **top;      /* objects are slots[0, top - slots) */
+	void **lim;      /* slots + capacity: free's fastpath pushes while top < lim; equal to
+			  * slots (no room) until the thread is set up, and again after it exits */
 	void **slots;    /* slots[-1] is a NULL guard (the double-free check reads it) */
-	uint32_t count;  /* objects in slots[0, count) */
-	uint16_t cap;    /* 0 until the thread is set up, and again after it exits */
 	uint16_t key;    /* free() pushes here objects whose slab->owner equals it: the thread's
 			  * id in classes below a cache line, 0 (every slab's owner) above */
 };
+
+static inline uint32_t bin_count(const struct bin *b)
+{
+	return (uint32_t)(b->top - b->slots);
+}
+static inline uint32_t bin_cap(const struct bin *b)
+{
+	return (uint32_t)(b->lim - b->slots);
+}
+/* Give b the array v (v[-1] a NULL guard) of cap slots, empty. */
+static inline void bin_init(struct bin *b, void **v, uint32_t cap)
+{
+	b->top = b->slots = v;
+	b->lim = v + cap;
+}
+/* Take b's room away (its objects are gone): every call on it takes the slow path. */
+static inline void bin_close(struct bin *b)
+{
+	b->top = b->lim = b->slots;
+}
 
 /* Make f's objects the allocation stack's: a's array (empty) becomes the free stack. Returns
  * whether a has objects now. */
 static inline bool bin_swap(struct bin *a, struct bin *f)
 {
-	void **v = a->slots;
-	uint32_t n = a->count;
+	struct bin t = *a;
+	a->top = f->top;
+	a->lim = f->lim;
 	a->slots = f->slots;
-	a->count = f->count;
-	f->slots = v;
-	f->count = n;
-	return a->count != 0;
+	f->top = t.top;
+	f->lim = t.lim;
+	f->slots = t.slots;
+	return a->top != a->slots;
 }
 
 enum tstate { T_NEW = 0, T_LIVE = 1, T_DEAD = 2 };
@@ -158,11 +188,12 @@ struct tcache {
 	uint64_t trim_gen;               /* the last malloc_trim this thread has drained for */
 };
 
-/* free()'s bin for an object of s in tc: fbin[s->cls], or rbin[s->cls] when the object is
- * smaller than a cache line and s was frozen last by another thread (s->owner != the key). */
-static inline struct bin *fbin_of(struct tcache *tc, const struct slab *s)
+/* free()'s bin for an object of s in the calling thread: fbin[s->cls], or rbin[s->cls] when
+ * the object is smaller than a cache line and s was frozen last by another thread (s->owner !=
+ * the key). */
+static inline struct bin *fbin_of(const struct slab *s)
 {
-	struct bin *b = (struct bin *)(void *)((char *)tc + s->fboff);
+	struct bin *b = (struct bin *)(void *)(thread_pointer() + s->fbtp);
 	if (unlikely(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != b->key))
 		b += offsetof(struct tcache, rbin) / sizeof(struct bin) -
 		     offsetof(struct tcache, fbin) / sizeof(struct bin);
@@ -238,24 +269,23 @@ static inline struct slab *page_desc(uintptr_t a)
 	return &r->slabs[(a >> SPAGE_SHIFT) & (REGION_PAGES - 1)];
 }
 /* Whether a is the start of an object of s, and its index. With size = d << k (d odd) and
- * inv = d^-1 mod 2^64, rotr(off * inv, k) is off / size when size divides off, and above
- * (2^64 - 1) / size otherwise (Granlund and Montgomery's divisibility test), so one comparison
- * with objects checks both at once. */
-static inline uint64_t object_index(const struct slab *s, uintptr_t a)
+ * inv = d^-1 mod 2^64, q = (a - start) * inv is i << k exactly when a = start + i * size;
+ * otherwise q has one of its low k bits set, or is at least objects << k (Granlund and
+ * Montgomery's divisibility test, checked without rotating q). */
+static inline uint64_t object_q(const struct slab *s, uintptr_t a)
 {
-	uint64_t q = (a - (uintptr_t)s->start) * s->inv;
-	unsigned k = s->shift;
-	return (q >> k) | (q << ((64 - k) & 63));
+	return (a - (uintptr_t)s->start) * s->inv;
 }
 static inline bool is_object(const struct slab *s, uintptr_t a)
 {
-	return object_index(s, a) < s->objects;
+	uint64_t q = object_q(s, a);
+	return q < s->qlim && !(q & s->qmask);
 }
 /* The object index of a, or UINT32_MAX when a is not the start of an object of s. */
 static inline uint32_t slab_index(const struct slab *s, uintptr_t a)
 {
-	uint64_t q = object_index(s, a);
-	return unlikely(q >= s->objects) ? UINT32_MAX : (uint32_t)q;
+	uint64_t q = object_q(s, a);
+	return unlikely(q >= s->qlim || (q & s->qmask)) ? UINT32_MAX : (uint32_t)(q >> s->shift);
 }
 
 /* ---- locks (inline; slow paths only) ---- */

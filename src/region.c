@@ -188,7 +188,8 @@ void sm_pages_free(struct slab *s)
 	sm_lock(&page_lock);
 	for (unsigned i = 0; i < pages; i++) {
 		r->map[at + i] = NULL;
-		s[i].objects = 0; /* frees into these pages now fail the object check */
+		s[i].objects = 0;
+		s[i].qlim = 0; /* frees into these pages now fail the object check */
 	}
 	r->free_mask |= bits;
 	if (!r->dirty_mask) {

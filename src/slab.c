@@ -54,8 +54,10 @@ struct slab *sm_slab_new(struct cache *c)
 	s->shift = c->shift;
 	s->size = c->size;
 	s->objects = c->objects;
-	s->cls = c->cls;
-	s->fboff = (uint32_t)(offsetof(struct tcache, fbin) + c->cls * sizeof(struct bin));
+	s->qlim = (uint64_t)c->objects << c->shift;
+	s->qmask = (1u << c->shift) - 1;
+	s->cls = (uint8_t)c->cls;
+	s->fbtp = ((char *)&sm_tc.fbin[c->cls] - thread_pointer());
 	s->carved = 0;
 	for (unsigned i = 1; i < s->pages; i++) { /* the read-only fields, for page_desc() */
 		s[i].start = s->start;
@@ -64,8 +66,10 @@ struct slab *sm_slab_new(struct cache *c)
 		s[i].shift = s->shift;
 		s[i].size = s->size;
 		s[i].objects = s->objects;
+		s[i].qlim = s->qlim;
+		s[i].qmask = s->qmask;
 		s[i].cls = s->cls;
-		s[i].fboff = s->fboff;
+		s[i].fbtp = s->fbtp;
 		s[i].pages = s->pages;
 	}
 	/* frozen, every object held by the owner (the untouched ones included) */

@@ -76,22 +76,29 @@ static void census_slab(struct slab *s, void *arg)
 	k->empty[row] += !(hi & SLAB_FROZEN) && SLAB_INUSE(hi) == 0;
 }
 
+/* Objects in another thread's bin, read while that thread may be changing it: top and slots
+ * come from two loads, perhaps either side of a swap, so a figure outside the bin is taken as
+ * none (the census is a snapshot of moving counts anyway). */
+static uint32_t held_in(struct bin *b)
+{
+	void **top = __atomic_load_n(&b->top, __ATOMIC_RELAXED);
+	void **slots = __atomic_load_n(&b->slots, __ATOMIC_RELAXED);
+	return top >= slots && top - slots <= TCACHE_MAX ? (uint32_t)(top - slots) : 0;
+}
+
 static void census_tcache(struct tcache *tc, void *arg)
 {
 	struct census *k = arg;
 	sm_region_lock(); /* active slabs stay mapped while we read them */
 	for (unsigned i = 0; i < NCLASS; i++) {
-		k->held[i] += __atomic_load_n(&tc->bin[i].count, __ATOMIC_RELAXED) +
-			      __atomic_load_n(&tc->fbin[i].count, __ATOMIC_RELAXED) +
-			      __atomic_load_n(&tc->rbin[i].count, __ATOMIC_RELAXED) +
+		k->held[i] += held_in(&tc->bin[i]) + held_in(&tc->fbin[i]) + held_in(&tc->rbin[i]) +
 			      __atomic_load_n(&tc->src[i].nspill, __ATOMIC_RELAXED) +
 			      untouched(__atomic_load_n(&tc->src[i].active, __ATOMIC_RELAXED));
 	}
 	for (unsigned id = 0; id < MAX_TYPED; id++)
 		if (__atomic_load_n(&tc->tfor[id], __ATOMIC_RELAXED))
 			k->held[NCLASS + id] +=
-				__atomic_load_n(&tc->tbin[id].count, __ATOMIC_RELAXED) +
-				__atomic_load_n(&tc->tfbin[id].count, __ATOMIC_RELAXED) +
+				held_in(&tc->tbin[id]) + held_in(&tc->tfbin[id]) +
 				__atomic_load_n(&tc->tsrc[id].nspill, __ATOMIC_RELAXED) +
 				untouched(__atomic_load_n(&tc->tsrc[id].active, __ATOMIC_RELAXED));
 	sm_region_unlock();

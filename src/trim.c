@@ -14,10 +14,10 @@ void sm_trim_self(struct tcache *tc)
 	if (tc->state != T_LIVE)
 		return;
 	for (unsigned i = 0; i < NCLASS; i++) {
-		sm_free_array(tc->rbin[i].slots, tc->rbin[i].count);
-		tc->rbin[i].count = 0;
-		sm_free_array(tc->fbin[i].slots, tc->fbin[i].count);
-		tc->fbin[i].count = 0;
+		sm_free_array(tc->rbin[i].slots, bin_count(&tc->rbin[i]));
+		tc->rbin[i].top = tc->rbin[i].slots;
+		sm_free_array(tc->fbin[i].slots, bin_count(&tc->fbin[i]));
+		tc->fbin[i].top = tc->fbin[i].slots;
 		sm_drop(&tc->bin[i], &tc->src[i], 0);
 	}
 }
@@ -33,7 +33,7 @@ int sm_trim(void)
 		struct cache *c = &sm_g.caches[i];
 		if (c->debug) { /* its own source goes back too */
 			sm_lock(&c->dlock);
-			struct bin none = {.slots = NULL, .count = 0};
+			struct bin none = {.top = NULL, .lim = NULL, .slots = NULL};
 			sm_drop(&none, &c->dsrc, c->fpoff);
 			sm_unlock(&c->dlock);
 		}

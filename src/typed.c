@@ -92,8 +92,8 @@ static void drain(struct tcache *tc, unsigned id)
 	struct cache *c = tc->tfor[id];
 	if (!c)
 		return;
-	sm_free_array(tc->tfbin[id].slots, tc->tfbin[id].count);
-	tc->tfbin[id].count = 0;
+	sm_free_array(tc->tfbin[id].slots, bin_count(&tc->tfbin[id]));
+	tc->tfbin[id].top = tc->tfbin[id].slots;
 	sm_drop(&tc->tbin[id], &tc->tsrc[id], c->fpoff);
 	tc->tfor[id] = NULL;
 }
@@ -105,8 +105,9 @@ void sm_typed_thread_exit(struct tcache *tc)
 		drain(tc, id);
 		if (tc->tmem[id]) {
 			sm_free_fast(tc->tmem[id]);
-			tc->tmem[id] = tc->tbin[id].slots = tc->tfbin[id].slots = NULL;
-			tc->tbin[id].cap = tc->tfbin[id].cap = 0;
+			tc->tmem[id] = NULL;
+			bin_init(&tc->tbin[id], NULL, 0);
+			bin_init(&tc->tfbin[id], NULL, 0);
 		}
 	}
 	if (tc->rprev)
@@ -172,7 +173,7 @@ static bool own_bin(struct tcache *tc, struct cache *c)
 	struct bin *b = &tc->tbin[id], *f = &tc->tfbin[id];
 	if (tc->tfor[id] == c)
 		return true;
-	if (tc->tmem[id] && b->cap != c->cap) {
+	if (tc->tmem[id] && bin_cap(b) != c->cap) {
 		sm_free_fast(tc->tmem[id]);
 		tc->tmem[id] = NULL;
 	}
@@ -183,10 +184,8 @@ static bool own_bin(struct tcache *tc, struct cache *c)
 		v[0] = v[c->cap + 1] = NULL;
 		tc->tmem[id] = v;
 	}
-	b->slots = tc->tmem[id] + 1;
-	f->slots = tc->tmem[id] + c->cap + 2;
-	b->cap = f->cap = (uint16_t)c->cap;
-	b->count = f->count = 0;
+	bin_init(b, tc->tmem[id] + 1, c->cap);
+	bin_init(f, tc->tmem[id] + c->cap + 2, c->cap);
 	tc->tfor[id] = c;
 	return true;
 }
@@ -235,17 +234,17 @@ static void put(struct tcache *tc, struct cache *c, size_t n, void **ptrs)
 		void *p = ptrs[i];
 		if (!p)
 			continue;
-		if (b->count && b->slots[b->count - 1] == p)
+		if (b->top != b->slots && b->top[-1] == p)
 			sm_fatal_in("double free", p, c);
-		if (b->count == b->cap && !tc->tbin[id].count) {
+		if (b->top == b->lim && tc->tbin[id].top == tc->tbin[id].slots) {
 			bin_swap(&tc->tbin[id], b); /* these become the allocation stack */
-		} else if (b->count == b->cap) { /* the older half goes back, grouped by slab */
-			uint32_t half = b->cap / 2 ? b->cap / 2 : b->cap;
+		} else if (b->top == b->lim) { /* the older half goes back, grouped by slab */
+			uint32_t cap = bin_cap(b), half = cap / 2 ? cap / 2 : cap;
 			sm_free_array(b->slots, half);
-			memmove(b->slots, b->slots + half, (b->count - half) * sizeof(void *));
-			b->count -= half;
+			memmove(b->slots, b->slots + half, (cap - half) * sizeof(void *));
+			b->top -= half;
 		}
-		b->slots[b->count++] = p;
+		*b->top++ = p;
 	}
 }
 
@@ -327,10 +326,10 @@ static inline __attribute__((always_inline)) void *alloc_one(struct cache *c)
 	struct tcache *tc = &sm_tc;
 	struct bin *b = &tc->tbin[c->id];
 	enter(tc, c);
-	uint32_t n = b->count;
-	if (likely(serves(tc, c) && n)) {
-		b->count = --n;
-		void *p = b->slots[n];
+	void **t = b->top;
+	if (likely(serves(tc, c) && t != b->slots)) {
+		b->top = --t;
+		void *p = *t;
 		leave(tc);
 		return zeroed(c, p);
 	}
@@ -351,10 +350,10 @@ static inline __attribute__((always_inline)) void free_one(struct cache *c, void
 		struct bin *b = &tc->tfbin[c->id];
 		enter(tc, c);
 		if (likely(serves(tc, c))) {
-			uint32_t n = b->count;
-			if (likely(n < b->cap && b->slots[(int32_t)n - 1] != p)) {
-				b->slots[n] = p;
-				b->count = n + 1;
+			void **t = b->top;
+			if (likely(t < b->lim && t[-1] != p)) {
+				*t = p;
+				b->top = t + 1;
 				leave(tc);
 				return;
 			}
@@ -400,13 +399,13 @@ static __attribute__((noinline)) size_t alloc_bulk(struct cache *c, size_t n, vo
 	struct tcache *tc = &sm_tc;
 	struct bin *b = &tc->tbin[c->id];
 	enter(tc, c);
-	uint32_t k = b->count;
-	if (likely(serves(tc, c) && k >= n)) { /* one copy from the top of the bin */
-		b->count = k -= (uint32_t)n;
-		leave(tc); /* slots[k, k + n) are no longer the bin's: the copy needs no guard */
+	void **t = b->top;
+	if (likely(serves(tc, c) && (size_t)(t - b->slots) >= n)) { /* one copy from the top */
+		b->top = t -= n;
+		leave(tc); /* t[0, n) are no longer the bin's: the copy needs no guard */
 		if (likely(!(c->flags & SLUB_ZERO)))
-			return sm_copy_ptrs(ptrs, b->slots + k, n); /* a tail call */
-		return copy_zeroed(c, ptrs, b->slots + k, n);
+			return sm_copy_ptrs(ptrs, t, n); /* a tail call */
+		return copy_zeroed(c, ptrs, t, n);
 	}
 	leave(tc);
 	return alloc_n(c, n, ptrs);
@@ -419,10 +418,10 @@ SM_EXPORT size_t slub_cache_alloc_bulk(struct slub_cache *sc, size_t n, void **p
 		struct tcache *tc = &sm_tc;
 		struct bin *b = &tc->tbin[c->id];
 		enter(tc, c);
-		uint32_t k = b->count;
-		if (likely(serves(tc, c) && k && !(c->flags & SLUB_ZERO))) {
-			b->count = --k;
-			ptrs[0] = b->slots[k];
+		void **t = b->top;
+		if (likely(serves(tc, c) && t != b->slots && !(c->flags & SLUB_ZERO))) {
+			b->top = --t;
+			ptrs[0] = *t;
 			leave(tc);
 			return 1;
 		}

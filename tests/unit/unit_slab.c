@@ -27,7 +27,7 @@ static void bulk_into_free_page(void)
 	struct region *r = (struct region *)(a & ~(uintptr_t)(REGION_SIZE - 1));
 	unsigned page = 0;
 	for (unsigned i = 1; i < REGION_PAGES && !page; i++)
-		if (!r->map[i] && !r->slabs[i].objects)
+		if (!r->map[i] && !r->slabs[i].qlim)
 			page = i;
 	CHECK(page, "no free page in the region of %#lx", (unsigned long)a);
 	void *v[8];
