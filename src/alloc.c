@@ -63,6 +63,21 @@ static void *alloc_class(unsigned cls, size_t req, void *caller)
 
 /* The fastpaths call the slow halves last (a tail call), so __builtin_return_address(0) here
  * is, in an optimised build, the caller of malloc/free itself. */
+/* malloc's bin is empty and its free stack has objects: they become the bin (the two arrays
+ * swap) and malloc takes the top one; else the slow path. Kept apart from sm_alloc_slow and
+ * short: a malloc/free loop over more objects than a bin holds comes here once per round
+ * (with the swap inside sm_alloc_slow, 250 mallocs then 250 frees took about 1 TSC cycle
+ * more per malloc on the 2-core VM). */
+void *sm_alloc_swap(struct bin *b, size_t size)
+{
+	struct bin *f = b + (offsetof(struct tcache, fbin) - offsetof(struct tcache, bin)) /
+				    sizeof(struct bin);
+	if (f->top == f->slots)
+		return sm_alloc_slow(size);
+	bin_swap(b, f);
+	return *--b->top;
+}
+
 void *sm_alloc_slow(size_t size)
 {
 	if (unlikely(!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE)))

@@ -94,21 +94,39 @@ static SM_COLD size_t malloc_bulk_slow(size_t size, size_t n, void **ptrs)
 	return alloc_slow(size, n, ptrs);
 }
 
-/* The fastpath: n objects from the top of the thread's bin, one copy (a tail call); one object
- * as malloc's fastpath takes it. */
-SM_EXPORT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
+/* One object when the bin is empty: malloc's own paths (the swap with the free stack first). */
+static __attribute__((noinline)) size_t one_slow(size_t size, void **ptrs)
+{
+	void *p = sm_alloc_fast(size);
+	if (unlikely(!p))
+		return 0;
+	ptrs[0] = p;
+	return 1;
+}
+
+/* The fastpath: one object as malloc takes it; n objects from the top of the thread's bin in
+ * one copy (inline for short arrays, else a tail call). */
+SM_EXPORT SM_HOT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 {
 	if (likely(size <= MAX_SMALL && ptrs)) {
 		/* the fastpath's bin; empty in debug and stats modes and until the thread
 		 * is set up, so those go to the slow path */
 		struct bin *b = &sm_tc.bin[sm_class_of[(size + 15) >> 4]];
 		void **t = b->top;
+		if (n == 1) {
+			if (likely(t != b->slots)) {
+				b->top = --t;
+				ptrs[0] = *t;
+				return 1;
+			}
+			return one_slow(size, ptrs);
+		}
 		if (likely((size_t)(t - b->slots) >= n && n)) {
 			t -= n;
 			b->top = t;
-			if (n == 1) {
-				ptrs[0] = *t;
-				return 1;
+			if (n < 4) { /* inline: one 16-byte move and perhaps one more pointer */
+				copy_ptrs(ptrs, t, n);
+				return n;
 			}
 			return n >= sm_vec_min ? copy_ptrs_avx2(ptrs, t, n) : copy_ptrs_n(ptrs, t, n);
 		}
@@ -137,6 +155,8 @@ static SM_COLD void free_rest(struct tcache *tc, void **at, void **end)
 static __attribute__((noinline, target("avx2"))) void free_bulk_avx2(size_t n, void **ptrs)
 {
 	struct tcache *tc = &sm_tc;
+	if (likely(one_run(tc, ptrs, n, NULL)))
+		return;
 	void **at = free_runs_avx2(tc, ptrs, ptrs + n, NULL);
 	if (unlikely(at != ptrs + n))
 		free_rest(tc, at, ptrs + n);
@@ -146,6 +166,8 @@ static __attribute__((noinline, target("avx2"))) void **typed_runs_avx2(struct t
 									void **src, void **end,
 									struct cache *c)
 {
+	if (likely(one_run(tc, src, (size_t)(end - src), c)))
+		return end;
 	return free_runs_avx2(tc, src, end, c);
 }
 
@@ -178,13 +200,27 @@ static __attribute__((noinline)) void free_bulk_scalar(size_t n, void **ptrs)
 		free_rest(tc, at, ptrs + n);
 }
 
-/* A dispatcher only: the one-pointer fastpath, or a tail call. */
-SM_EXPORT void free_bulk(size_t n, void **ptrs)
+/* Arrays shorter than this are freed one pointer at a time with free()'s fastpath, inline: a
+ * run's setup costs more than it saves there. */
+#define SHORT_BULK 4
+
+static __attribute__((noinline)) void free_short(size_t n, void **ptrs)
+{
+	for (size_t i = 0; i < n; i++)
+		sm_free_fast(ptrs[i]);
+}
+
+/* A dispatcher only: free()'s fastpath for one pointer, or a tail call. */
+SM_EXPORT SM_HOT void free_bulk(size_t n, void **ptrs)
 {
 	if (unlikely(!ptrs))
 		return;
 	if (n == 1) {
 		sm_free_fast(ptrs[0]);
+		return;
+	}
+	if (n < SHORT_BULK) {
+		free_short(n, ptrs);
 		return;
 	}
 	if (n >= sm_vec_min)

@@ -46,6 +46,53 @@ static inline __attribute__((always_inline, target("avx2"))) __m256i bcast64(con
 	return _mm256_castpd_si256(_mm256_broadcast_sd((const double *)p));
 }
 #define RUNS_ATTR inline __attribute__((always_inline, target("avx2")))
+
+/* The common case first: the n (>= 4) pointers at src as one run, all objects of the first
+ * one's slab, with room for all of them on the bin. Checks every pointer as the runs do, in
+ * groups of four (the last group overlaps the one before it when 4 does not divide n), and
+ * stores each group above the bin's top as it goes: returns true with the top moved past
+ * them, or false with the top unchanged (the stores above it are no objects of the bin),
+ * for the runs to take the array from its start. */
+static RUNS_ATTR bool one_run(struct tcache *tc, void **src, size_t n, struct cache *typed)
+{
+	uintptr_t a = (uintptr_t)src[0];
+	if (unlikely(!region_is_ours(a)))
+		return false;
+	struct slab *d = page_desc(a);
+	if (unlikely(!is_object(d, a)))
+		return false; /* also: d is no slab's (its fbtp, objects mean nothing) */
+	struct bin *b;
+	if (typed) {
+		if (unlikely(d->cache != typed))
+			return false;
+		b = &tc->tfbin[typed->id];
+	} else {
+		b = fbin_of(d);
+	}
+	void **dst = b->top;
+	if (unlikely(b->lim - dst < (ptrdiff_t)n))
+		return false;
+	__m256i lov = bcast64(&d->start);
+	__m256i invv = bcast64(&d->inv);
+	__m256i kv = _mm256_set1_epi64x(d->shift);
+	__m256i lim = _mm256_add_epi64(bcast64(&d->objects), _mm256_set1_epi64x(-1));
+	__m256i before = bcast64(&dst[-1]); /* the bin's top: slots[-1] is a NULL guard */
+	size_t j = 0;
+	for (;;) {
+		__m256i o = _mm256_loadu_si256((const __m256i *)(const void *)(src + j));
+		__m256i prev = _mm256_blend_epi32(
+			_mm256_permute4x64_epi64(o, _MM_SHUFFLE(2, 1, 0, 0)), before, 3);
+		if (!group_ok(o, prev, lov, invv, kv, lim))
+			return false;
+		_mm256_storeu_si256((__m256i *)(void *)(dst + j), o);
+		if (j + 4 == n)
+			break;
+		j = j + 8 <= n ? j + 4 : n - 4;
+		before = bcast64(&src[j - 1]);
+	}
+	b->top = dst + n;
+	return true;
+}
 #else
 #define RUNS_ATTR inline __attribute__((always_inline))
 #endif

@@ -1,7 +1,9 @@
 /* fastpath.h: the two fastpaths, and nothing else. Call tree:
  *   malloc(n)  -> sm_alloc_fast: class = sm_class_of[(n+15)/16]; pop the thread's bin (its
  *                 allocation stack)
- *                 -> empty (or n > MAX_SMALL, or thread not set up): sm_alloc_slow (alloc.c)
+ *                 -> empty: sm_alloc_swap: the free stack's objects become the bin
+ *                 -> both empty (or n > MAX_SMALL, or thread not set up): sm_alloc_slow
+ *                    (alloc.c)
  *                      -> sm_refill (cache.c): the free stack (swap) / spill / take-all /
  *                         carve / partial / new slab
  *   free(p)    -> sm_free_fast: region byte, page descriptor, object check; push p on the
@@ -30,6 +32,7 @@ static inline void *sm_alloc_fast(size_t size)
 			b->top = --t;
 			return *t;
 		}
+		return sm_alloc_swap(b, size);
 	}
 	return sm_alloc_slow(size);
 }

@@ -363,12 +363,12 @@ static inline __attribute__((always_inline)) void free_one(struct cache *c, void
 	free_one_slow(c, p); /* report, flush, or a thread without a bin for c */
 }
 
-SM_EXPORT void *slub_cache_alloc(struct slub_cache *sc)
+SM_EXPORT SM_HOT void *slub_cache_alloc(struct slub_cache *sc)
 {
 	return alloc_one(cache_from(sc));
 }
 
-SM_EXPORT void slub_cache_free(struct slub_cache *sc, void *p)
+SM_EXPORT SM_HOT void slub_cache_free(struct slub_cache *sc, void *p)
 {
 	free_one(cache_from(sc), p);
 }
@@ -411,7 +411,7 @@ static __attribute__((noinline)) size_t alloc_bulk(struct cache *c, size_t n, vo
 	return alloc_n(c, n, ptrs);
 }
 
-SM_EXPORT size_t slub_cache_alloc_bulk(struct slub_cache *sc, size_t n, void **ptrs)
+SM_EXPORT SM_HOT size_t slub_cache_alloc_bulk(struct slub_cache *sc, size_t n, void **ptrs)
 {
 	struct cache *c = cache_from(sc);
 	if (n == 1 && ptrs) { /* slub_cache_alloc's fastpath; any other case: alloc_bulk */
@@ -452,7 +452,7 @@ static __attribute__((noinline)) void free_bulk_n(struct cache *c, size_t n, voi
 	leave(tc);
 }
 
-SM_EXPORT void slub_cache_free_bulk(struct slub_cache *sc, size_t n, void **ptrs)
+SM_EXPORT SM_HOT void slub_cache_free_bulk(struct slub_cache *sc, size_t n, void **ptrs)
 {
 	struct cache *c = cache_from(sc);
 	if (!ptrs)
