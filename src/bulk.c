@@ -1,12 +1,14 @@
 /* bulk.c: malloc_bulk and free_bulk, after the kernel's kmem_cache_alloc_bulk/free_bulk.
- * Allocation: when the thread's bin holds n objects, one copy of its top n pointers and one
- * store of the count (no per-object branch); otherwise whole runs from the bin, then straight
- * from the slab sources (spill chain, take-all, carving) into the caller's array: never n trips
- * through malloc. Free: a run of pointers into one slab is checked against that slab's
- * descriptor, read once per run, and pushed onto the thread's free stack (fbin) with one store
- * of the count (bulk_runs.h: the checks, scalar or four at a time with AVX2); a pointer that
- * fails a check, or finds the free stack full, takes free()'s slow path (report, or flush of
- * the older half grouped by slab, one cmpxchg16b per slab). The AVX2 variants are chosen per
+ * Allocation: one object as malloc takes it; when the thread's bin holds n objects, one copy
+ * of its top n pointers and one store of its top (no per-object branch); otherwise whole runs
+ * from the bin, then straight from the slab sources (spill chain, take-all, carving) into the
+ * caller's array: never n trips through malloc. Free: a run of pointers into one slab is
+ * checked against that slab's descriptor, read once per run, and pushed onto the thread's free
+ * stack (fbin) with one store of its top (bulk_runs.h: the checks, scalar or four at a time
+ * with AVX2; the whole array as one run is tried first); a pointer that fails a check, or
+ * finds the free stack full, takes free()'s slow path (report, or flush of the older half
+ * grouped by slab, one cmpxchg16b per slab). One pointer takes free()'s fastpath, two or three
+ * one scalar run. The AVX2 variants are chosen per
  * call (sm_vec_min: the CPU has it and SLUBMALLOC_AVX2 is not 0). All or nothing: when memory
  * runs out, everything taken is given back and malloc_bulk returns 0 with errno ENOMEM. */
 #include <errno.h>
@@ -94,9 +96,11 @@ static SM_COLD size_t malloc_bulk_slow(size_t size, size_t n, void **ptrs)
 	return alloc_slow(size, n, ptrs);
 }
 
-/* One object when the bin is empty: malloc's own paths (the swap with the free stack first). */
+/* One object, the bin empty (or a large size, or no array): malloc's own paths. */
 static __attribute__((noinline)) size_t one_slow(size_t size, void **ptrs)
 {
+	if (!ptrs)
+		return malloc_bulk_slow(size, 1, ptrs); /* EINVAL */
 	void *p = sm_alloc_fast(size);
 	if (unlikely(!p))
 		return 0;
@@ -104,23 +108,15 @@ static __attribute__((noinline)) size_t one_slow(size_t size, void **ptrs)
 	return 1;
 }
 
-/* The fastpath: one object as malloc takes it; n objects from the top of the thread's bin in
- * one copy (inline for short arrays, else a tail call). */
-SM_EXPORT SM_HOT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
+/* n != 1 objects: n from the top of the thread's bin in one copy (inline for short arrays,
+ * else a tail call). */
+static __attribute__((noinline)) size_t many(size_t size, size_t n, void **ptrs)
 {
 	if (likely(size <= MAX_SMALL && ptrs)) {
 		/* the fastpath's bin; empty in debug and stats modes and until the thread
 		 * is set up, so those go to the slow path */
 		struct bin *b = &sm_tc.bin[sm_class_of[(size + 15) >> 4]];
 		void **t = b->top;
-		if (n == 1) {
-			if (likely(t != b->slots)) {
-				b->top = --t;
-				ptrs[0] = *t;
-				return 1;
-			}
-			return one_slow(size, ptrs);
-		}
 		if (likely((size_t)(t - b->slots) >= n && n)) {
 			t -= n;
 			b->top = t;
@@ -132,6 +128,23 @@ SM_EXPORT SM_HOT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 		}
 	}
 	return malloc_bulk_slow(size, n, ptrs);
+}
+
+/* One object as malloc's fastpath takes it, straight through; any other n: a tail call. */
+SM_EXPORT SM_HOT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
+{
+	if (unlikely(n != 1))
+		return many(size, n, ptrs);
+	if (likely(size <= MAX_SMALL && ptrs)) {
+		struct bin *b = &sm_tc.bin[sm_class_of[(size + 15) >> 4]];
+		void **t = b->top;
+		if (likely(t != b->slots)) {
+			b->top = --t;
+			ptrs[0] = *t;
+			return 1;
+		}
+	}
+	return one_slow(size, ptrs);
 }
 
 #define RUNS_VEC 0
@@ -200,8 +213,8 @@ static __attribute__((noinline)) void free_bulk_scalar(size_t n, void **ptrs)
 		free_rest(tc, at, ptrs + n);
 }
 
-/* Arrays shorter than this are freed one pointer at a time with free()'s fastpath, inline: a
- * run's setup costs more than it saves there. */
+/* Arrays shorter than this skip the runs (their setup costs more than it saves there): one
+ * scalar run, else one pointer at a time with free()'s fastpath. */
 #define SHORT_BULK 4
 
 static __attribute__((noinline)) void free_short(size_t n, void **ptrs)
@@ -210,16 +223,45 @@ static __attribute__((noinline)) void free_short(size_t n, void **ptrs)
 		sm_free_fast(ptrs[i]);
 }
 
+/* A short array (2 or 3 pointers) as one run: each an object of the first one's slab, unlike
+ * the pointer before it (the first: unlike the bin's top), and room on the bin for all; then
+ * one push. Returns false, the bin's top unchanged, when that is not so. */
+static inline bool short_run(size_t n, void **ptrs)
+{
+	uintptr_t a = (uintptr_t)ptrs[0];
+	if (unlikely(!region_is_ours(a)))
+		return false;
+	struct slab *d = page_desc(a);
+	if (unlikely(!is_object(d, a)))
+		return false;
+	struct bin *b = fbin_of(d);
+	void **t = b->top;
+	if (unlikely(b->lim - t < (ptrdiff_t)n))
+		return false;
+	void *prev = t[-1];
+	for (size_t i = 0; i < n; i++) {
+		void *p = ptrs[i];
+		if (unlikely(!is_object(d, (uintptr_t)p) || p == prev))
+			return false;
+		t[i] = prev = p; /* above the top until the end: no object of the bin yet */
+	}
+	b->top = t + n;
+	return true;
+}
+
 /* A dispatcher only: free()'s fastpath for one pointer, or a tail call. */
 SM_EXPORT SM_HOT void free_bulk(size_t n, void **ptrs)
 {
-	if (unlikely(!ptrs))
-		return;
-	if (n == 1) {
-		sm_free_fast(ptrs[0]);
+	if (likely(n == 1)) {
+		if (likely(ptrs))
+			sm_free_fast(ptrs[0]);
 		return;
 	}
+	if (unlikely(!ptrs))
+		return;
 	if (n < SHORT_BULK) {
+		if (likely(short_run(n, ptrs)))
+			return;
 		free_short(n, ptrs);
 		return;
 	}
