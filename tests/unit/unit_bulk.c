@@ -668,7 +668,7 @@ static void free_with_bad(void *arg)
 
 static void case_invalid_positions(void)
 {
-	static const size_t lens[] = {4, 5, 8, 9, 16, 33};
+	static const size_t lens[] = {1, 2, 3, 4, 5, 8, 9, 16, 33};
 	static const char *const kind[] = {"", "an interior pointer", "a foreign pointer",
 					   "the previous pointer again"};
 	expect_bad_everywhere(free_with_bad, lens, sizeof lens / sizeof lens[0], 3, kind,
