@@ -112,10 +112,10 @@ static __attribute__((noinline)) size_t one_slow(size_t size, void **ptrs)
  * else a tail call). */
 static __attribute__((noinline)) size_t many(size_t size, size_t n, void **ptrs)
 {
-	if (likely(size <= MAX_SMALL && ptrs)) {
+	if (likely(size - 1 < MAX_SMALL && ptrs)) {
 		/* the fastpath's bin; empty in debug and stats modes and until the thread
 		 * is set up, so those go to the slow path */
-		struct bin *b = &sm_tc.bin[sm_class_of[(size + 15) >> 4]];
+		struct bin *b = bin_for(size);
 		void **t = b->top;
 		if (likely((size_t)(t - b->slots) >= n && n)) {
 			t -= n;
@@ -135,8 +135,8 @@ SM_EXPORT SM_HOT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 {
 	if (unlikely(n != 1))
 		return many(size, n, ptrs);
-	if (likely(size <= MAX_SMALL && ptrs)) {
-		struct bin *b = &sm_tc.bin[sm_class_of[(size + 15) >> 4]];
+	if (likely(size - 1 < MAX_SMALL && ptrs)) {
+		struct bin *b = bin_for(size);
 		void **t = b->top;
 		if (likely(t != b->slots)) {
 			b->top = --t;

@@ -19,7 +19,7 @@
 #define CLASSES_PER_DOUBLING 8                  /* above 128: rounding waste <= 1/9 */
 #define NCLASS (NCLASS_TINY + 10 * CLASSES_PER_DOUBLING) /* 88 size classes up to 128 KiB */
 #define TYPED_MAX 32768                         /* typed caches: largest object and alignment */
-#define CLASS_INDEX_MAX (MAX_SMALL / MIN_ALIGN) /* class_of[] covers (size+15)/16 */
+#define CLASS_INDEX_MAX (MAX_SMALL / MIN_ALIGN) /* sm_bin_at[] covers (size-1)/16 */
 #define MAX_TYPED 32                            /* typed caches alive at once */
 
 #define TCACHE_BYTES 16384                      /* bytes a thread caches per class */

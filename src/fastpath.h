@@ -1,8 +1,8 @@
 /* fastpath.h: the two fastpaths, and nothing else. Call tree:
- *   malloc(n)  -> sm_alloc_fast: class = sm_class_of[(n+15)/16]; pop the thread's bin (its
+ *   malloc(n)  -> sm_alloc_fast: bin = the thread's tcache + sm_bin_at[(n-1)/16]; pop it (the
  *                 allocation stack)
  *                 -> empty: sm_alloc_swap: the free stack's objects become the bin
- *                 -> both empty (or n > MAX_SMALL, or thread not set up): sm_alloc_slow
+ *                 -> both empty (or n 0 or > MAX_SMALL, or thread not set up): sm_alloc_slow
  *                    (alloc.c)
  *                      -> sm_refill (cache.c): the free stack (swap) / spill / take-all /
  *                         carve / partial / new slab
@@ -25,8 +25,8 @@
 
 static inline void *sm_alloc_fast(size_t size)
 {
-	if (likely(size <= MAX_SMALL)) {
-		struct bin *b = &sm_tc.bin[sm_class_of[(size + 15) >> 4]];
+	if (likely(size - 1 < MAX_SMALL)) {
+		struct bin *b = bin_for(size);
 		void **t = b->top;
 		if (likely(t != b->slots)) {
 			b->top = --t;

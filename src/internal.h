@@ -237,9 +237,17 @@ extern struct sm_global sm_g;
  * SLUBMALLOC_AVX2 is not 0); SIZE_MAX before init and without it. */
 extern size_t sm_vec_min;
 extern uint8_t sm_region_map[NREGION_SLOTS];   /* 1 byte per 4 MiB of address space: ours? */
-extern uint8_t sm_class_of[CLASS_INDEX_MAX + 1]; /* (size+15)>>4 -> class */
+extern uint16_t sm_bin_at[CLASS_INDEX_MAX]; /* (size-1)>>4 -> offsetof(tcache, bin[class]) */
+_Static_assert(offsetof(struct tcache, bin) + (NCLASS + 1) * sizeof(struct bin) <= UINT16_MAX,
+	       "sm_bin_at[] holds 16-bit offsets");
 
 extern __thread struct tcache sm_tc TLS_IE;
+/* The calling thread's malloc bin for size bytes, 1 <= size <= MAX_SMALL (size - 1 <
+ * MAX_SMALL: one compare rules out 0 and the large sizes). */
+static inline struct bin *bin_for(size_t size)
+{
+	return (struct bin *)(void *)((char *)&sm_tc + sm_bin_at[(size - 1) >> 4]);
+}
 
 /* ---- free pointer encoding (CONFIG_SLAB_FREELIST_HARDENED): ptr ^ secret ^ swab(&slot) ---- */
 /* The free pointer of obj lives at obj + off: 0, or past the body for caches with a ctor. */
