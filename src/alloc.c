@@ -47,8 +47,8 @@ static void *alloc_class(unsigned cls, size_t req, void *caller)
 	}
 	struct bin *b = &tc->bin[cls];
 	void *p;
-	if (b->top != b->slots || bin_swap(b, &tc->fbin[cls])) { /* SLUBMALLOC_STATS=1 (sizeclass.c): the
-							 * fastpath's work, counted here */
+	/* SLUBMALLOC_STATS=1 (sizeclass.c): the fastpath's work, counted here */
+	if (b->top != b->slots || bin_swap(b, &tc->fbin[cls])) {
 		p = *--b->top;
 		sm_count(&sm_g.caches[cls], EV_ALLOC_FAST, 1);
 	} else {
@@ -61,8 +61,6 @@ static void *alloc_class(unsigned cls, size_t req, void *caller)
 	return p;
 }
 
-/* The fastpaths call the slow halves last (a tail call), so __builtin_return_address(0) here
- * is, in an optimised build, the caller of malloc/free itself. */
 /* malloc's bin is empty and its free stack has objects: they become the bin (the two arrays
  * swap) and malloc takes the top one; else the slow path. Kept apart from sm_alloc_slow and
  * short: a malloc/free loop over more objects than a bin holds comes here once per round
@@ -78,6 +76,8 @@ void *sm_alloc_swap(struct bin *b, size_t size)
 	return *--b->top;
 }
 
+/* The fastpaths call the slow halves last (a tail call), so __builtin_return_address(0) here
+ * is, in an optimised build, the caller of malloc/free itself. */
 void *sm_alloc_slow(size_t size)
 {
 	if (unlikely(!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE)))

@@ -8,9 +8,9 @@
  * with AVX2; the whole array as one run is tried first); a pointer that fails a check, or
  * finds the free stack full, takes free()'s slow path (report, or flush of the older half
  * grouped by slab, one cmpxchg16b per slab). One pointer takes free()'s fastpath, two or three
- * one scalar run. The AVX2 variants are chosen per
- * call (sm_vec_min: the CPU has it and SLUBMALLOC_AVX2 is not 0). All or nothing: when memory
- * runs out, everything taken is given back and malloc_bulk returns 0 with errno ENOMEM. */
+ * one scalar run. The AVX2 variants are chosen per call (sm_vec_min: the CPU has it and
+ * SLUBMALLOC_AVX2 is not 0). All or nothing: when memory runs out, everything taken is given
+ * back and malloc_bulk returns 0 with errno ENOMEM. */
 #include <errno.h>
 #include <immintrin.h>
 
@@ -249,7 +249,7 @@ static inline bool short_run(size_t n, void **ptrs)
 	return true;
 }
 
-/* A dispatcher only: free()'s fastpath for one pointer, or a tail call. */
+/* One pointer: free()'s fastpath; two or three: one scalar run; more: a tail call. */
 SM_EXPORT SM_HOT void free_bulk(size_t n, void **ptrs)
 {
 	if (likely(n == 1)) {

@@ -153,17 +153,18 @@ static inline void bin_close(struct bin *b)
  * whether a has objects now. */
 static inline bool bin_swap(struct bin *a, struct bin *f)
 {
-	void **top = f->top, **lim = f->lim, **slots = f->slots;
-	/* three 8-byte loads, not a 16-byte one: free stored f->top alone a moment ago, and a
-	 * load wider than that store would wait for it to leave the store buffer */
-	__asm__("" : "+r"(top), "+r"(lim), "+r"(slots));
-	f->top = a->top;
-	f->lim = a->lim;
-	f->slots = a->slots;
-	a->top = top;
-	a->lim = lim;
-	a->slots = slots;
-	return top != slots;
+	void **atop = a->top, **alim = a->lim, **aslots = a->slots;
+	void **ftop = f->top, **flim = f->lim, **fslots = f->slots;
+	/* six 8-byte loads, none wider: the fastpaths stored a->top and f->top alone a moment
+	 * ago, and a load wider than such a store waits for it to leave the store buffer */
+	__asm__("" : "+r"(atop), "+r"(alim), "+r"(aslots), "+r"(ftop), "+r"(flim), "+r"(fslots));
+	f->top = atop;
+	f->lim = alim;
+	f->slots = aslots;
+	a->top = ftop;
+	a->lim = flim;
+	a->slots = fslots;
+	return ftop != fslots;
 }
 
 enum tstate { T_NEW = 0, T_LIVE = 1, T_DEAD = 2 };
