@@ -710,7 +710,8 @@ pkg_versions() {
 		awk 'NF == 2' | paste -sd, - | sed 's/,/, /g'
 }
 GIT_COMMIT=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+# (changes under bench/results are this script's own output, not the code measured)
+if [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no -- . ':!bench/results' 2>/dev/null)" ]; then
 	GIT_COMMIT+=" (uncommitted changes)"
 fi
 {

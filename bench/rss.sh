@@ -109,7 +109,8 @@ mkdir -p "$TMPD/csv"
 
 # the commit being built (taken now: others may commit while the runs go on)
 GIT_COMMIT=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+# (changes under bench/results are this script's own output, not the code measured)
+if [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no -- . ':!bench/results' 2>/dev/null)" ]; then
 	GIT_COMMIT+=" (uncommitted changes)"
 fi
 TARGETS=(preload/libslubmalloc.so bench/rss)
