@@ -147,6 +147,23 @@ SM_EXPORT SM_HOT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 	return one_slow(size, ptrs);
 }
 
+/* The bin a run that starts with the pointer a goes to, and d = a's page descriptor; NULL when
+ * a is not an object of ours (the descriptor of a page of no slab is not read beyond that
+ * check), or, for a typed cache, not one of its objects. Untyped: free()'s choice of bin, fbin
+ * or rbin (tc is the caller's). */
+static inline struct bin *run_start(struct tcache *tc, uintptr_t a, struct cache *typed,
+				    struct slab **dp)
+{
+	if (unlikely(!region_is_ours(a)))
+		return NULL; /* NULL, large, or not ours */
+	struct slab *d = *dp = page_desc(a);
+	if (unlikely(!is_object(d, a)))
+		return NULL;
+	if (typed)
+		return likely(d->cache == typed) ? &tc->tfbin[typed->id] : NULL;
+	return fbin_of(d);
+}
+
 #define RUNS_VEC 0
 #define RUNS_NAME free_runs
 #include "bulk_runs.h"
@@ -165,14 +182,28 @@ static SM_COLD void free_rest(struct tcache *tc, void **at, void **end)
 	} while (at != end);
 }
 
-static __attribute__((noinline, target("avx2"))) void free_bulk_avx2(size_t n, void **ptrs)
+/* The AVX2 paths: the whole array as one run, else (a tail call, so the common case sets up no
+ * stack frame) the runs. */
+static __attribute__((noinline, target("avx2"))) void free_bulk_runs_avx2(size_t n, void **ptrs)
 {
 	struct tcache *tc = &sm_tc;
-	if (likely(one_run(tc, ptrs, n, NULL)))
-		return;
 	void **at = free_runs_avx2(tc, ptrs, ptrs + n, NULL);
 	if (unlikely(at != ptrs + n))
 		free_rest(tc, at, ptrs + n);
+}
+
+static __attribute__((noinline, target("avx2"))) void free_bulk_avx2(size_t n, void **ptrs)
+{
+	if (likely(one_run(&sm_tc, ptrs, n, NULL)))
+		return;
+	free_bulk_runs_avx2(n, ptrs);
+}
+
+static __attribute__((noinline, target("avx2"))) void **typed_runs_rest_avx2(struct tcache *tc,
+									     void **src, void **end,
+									     struct cache *c)
+{
+	return free_runs_avx2(tc, src, end, c);
 }
 
 static __attribute__((noinline, target("avx2"))) void **typed_runs_avx2(struct tcache *tc,
@@ -181,7 +212,7 @@ static __attribute__((noinline, target("avx2"))) void **typed_runs_avx2(struct t
 {
 	if (likely(one_run(tc, src, (size_t)(end - src), c)))
 		return end;
-	return free_runs_avx2(tc, src, end, c);
+	return typed_runs_rest_avx2(tc, src, end, c);
 }
 
 static __attribute__((noinline)) void **typed_runs(struct tcache *tc, void **src, void **end,
@@ -228,13 +259,10 @@ static __attribute__((noinline)) void free_short(size_t n, void **ptrs)
  * one push. Returns false, the bin's top unchanged, when that is not so. */
 static inline bool short_run(size_t n, void **ptrs)
 {
-	uintptr_t a = (uintptr_t)ptrs[0];
-	if (unlikely(!region_is_ours(a)))
+	struct slab *d;
+	struct bin *b = run_start(&sm_tc, (uintptr_t)ptrs[0], NULL, &d);
+	if (unlikely(!b))
 		return false;
-	struct slab *d = page_desc(a);
-	if (unlikely(!is_object(d, a)))
-		return false;
-	struct bin *b = fbin_of(d);
 	void **t = b->top;
 	if (unlikely(b->lim - t < (ptrdiff_t)n))
 		return false;

@@ -3,22 +3,23 @@
  * free_bulk jumps to when the CPU has it (sm_vec_min); that one checks four pointers at a
  * time, from the start of each run (malloc_bulk's AVX2 copy stores 32 bytes at those offsets,
  * so the loads are served by its stores; a load across several recent smaller stores would
- * wait for them to reach the cache).
+ * wait for them to reach the cache), and first tries the whole array as one run (one_run).
  * RUNS_NAME(tc, src, end, typed) frees the pointers in [src, end) while every check passes,
  * calling nothing, and returns where it stopped: the first pointer it leaves to the slow path,
- * or end. With typed
- * NULL, objects of the size classes go to the thread's bins, as free() would put them; with a
- * typed cache (slub_cache_free_bulk: the caller has entered, and tc's bins serve it), every
- * pointer must be an object of that cache, checked once per run, and goes to its tfbin.
+ * or end. With typed NULL, objects of the size classes go to the thread's bins, as free()
+ * would put them; with a typed cache (slub_cache_free_bulk: the caller has entered, and tc's
+ * bins serve it), every pointer must be an object of that cache, checked once per run, and
+ * goes to its tfbin.
  * A run is a stretch of pointers into one slab, checked against the descriptor d of the first
- * one's page, whose read-only fields are read once per run (after is_object() of the first
- * pointer: a page of no slab fails it, so d is a slab's and its objects >= 1):
- *   - the object index (slab_index's test, exact: inside the slab and on an object boundary);
+ * one's page, whose read-only fields are read once per run. run_start (bulk.c) checks the
+ * first pointer as free() does (ours, an object: a page of no slab fails it, so d is a slab's
+ * and its objects >= 1) and picks the bin, free()'s choice (owner check), once per run; then
+ * every pointer of the run, the first again, is checked:
+ *   - is_object()'s test (exact: inside the slab and on an object boundary);
  *   - a pointer equal to the one before it (for the first, the bin's top: slots[-1] is a NULL
  *     guard) is a double free;
  *   a pointer that fails a check ends the run; when it is the run's first, the loop stops
- *   there and the caller's slow path reports it;
- *   - the owner check and the choice of bin are free()'s (fastpath.h), once per run.
+ *   there and the caller's slow path reports it.
  * The vector check works on 32-bit offsets (a slab spans less than 4 GiB): off < 2^32 and
  * rotr32((uint32)off * inv32, k) <= objects - 1 (a run's slab has objects >= 1), where inv32
  * (inv's low half) is the inverse of size's odd part mod 2^32: the same divisibility test as
@@ -47,6 +48,31 @@ static inline __attribute__((always_inline, target("avx2"))) __m256i bcast64(con
 }
 #define RUNS_ATTR inline __attribute__((always_inline, target("avx2")))
 
+/* A run's slab, for group_ok: broadcasts straight from the descriptor (load ports, not
+ * shuffles). */
+struct run_vec {
+	__m256i lov, invv, kv, lim;
+};
+static RUNS_ATTR struct run_vec run_vec_of(const struct slab *d)
+{
+	return (struct run_vec){bcast64(&d->start), bcast64(&d->inv), _mm256_set1_epi64x(d->shift),
+				_mm256_add_epi64(bcast64(&d->objects), _mm256_set1_epi64x(-1))};
+}
+/* Checks the four pointers at src (the one before them: before) and, if they pass, stores
+ * them at dst. A 32-byte load at the offsets malloc_bulk stores at, so it is served by its
+ * stores (store forwarding). */
+static RUNS_ATTR bool group_at(const struct run_vec *v, void *const *src, __m256i before,
+			       void **dst)
+{
+	__m256i o = _mm256_loadu_si256((const __m256i *)(const void *)src);
+	__m256i prev = _mm256_blend_epi32(_mm256_permute4x64_epi64(o, _MM_SHUFFLE(2, 1, 0, 0)),
+					  before, 3);
+	if (!group_ok(o, prev, v->lov, v->invv, v->kv, v->lim))
+		return false;
+	_mm256_storeu_si256((__m256i *)(void *)dst, o);
+	return true;
+}
+
 /* The common case first: the n (>= 4) pointers at src as one run, all objects of the first
  * one's slab, with room for all of them on the bin. Checks every pointer as the runs do, in
  * groups of four (the last group overlaps the one before it when 4 does not divide n), and
@@ -55,36 +81,19 @@ static inline __attribute__((always_inline, target("avx2"))) __m256i bcast64(con
  * for the runs to take the array from its start. */
 static RUNS_ATTR bool one_run(struct tcache *tc, void **src, size_t n, struct cache *typed)
 {
-	uintptr_t a = (uintptr_t)src[0];
-	if (unlikely(!region_is_ours(a)))
+	struct slab *d;
+	struct bin *b = run_start(tc, (uintptr_t)src[0], typed, &d);
+	if (unlikely(!b))
 		return false;
-	struct slab *d = page_desc(a);
-	if (unlikely(!is_object(d, a)))
-		return false; /* also: d is no slab's (its fbtp, objects mean nothing) */
-	struct bin *b;
-	if (typed) {
-		if (unlikely(d->cache != typed))
-			return false;
-		b = &tc->tfbin[typed->id];
-	} else {
-		b = fbin_of(d);
-	}
 	void **dst = b->top;
 	if (unlikely(b->lim - dst < (ptrdiff_t)n))
 		return false;
-	__m256i lov = bcast64(&d->start);
-	__m256i invv = bcast64(&d->inv);
-	__m256i kv = _mm256_set1_epi64x(d->shift);
-	__m256i lim = _mm256_add_epi64(bcast64(&d->objects), _mm256_set1_epi64x(-1));
+	struct run_vec v = run_vec_of(d);
 	__m256i before = bcast64(&dst[-1]); /* the bin's top: slots[-1] is a NULL guard */
 	size_t j = 0;
 	for (;;) {
-		__m256i o = _mm256_loadu_si256((const __m256i *)(const void *)(src + j));
-		__m256i prev = _mm256_blend_epi32(
-			_mm256_permute4x64_epi64(o, _MM_SHUFFLE(2, 1, 0, 0)), before, 3);
-		if (!group_ok(o, prev, lov, invv, kv, lim))
+		if (!group_at(&v, src + j, before, dst + j))
 			return false;
-		_mm256_storeu_si256((__m256i *)(void *)(dst + j), o);
 		if (j + 4 == n)
 			break;
 		j = j + 8 <= n ? j + 4 : n - 4;
@@ -101,52 +110,31 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 				  struct cache *typed)
 {
 	while (src != end) {
-		uintptr_t a = (uintptr_t)*src;
-		if (unlikely(!region_is_ours(a)))
-			break; /* NULL, large, or not ours */
-		struct slab *d = page_desc(a);
-		if (unlikely(!is_object(d, a)))
-			break; /* d is no slab's (its fbtp, objects mean nothing), or a is no object */
-		struct bin *b;
-		if (typed) {
-			if (unlikely(d->cache != typed))
-				break; /* not an object of this cache (or of no slab) */
-			b = &tc->tfbin[typed->id];
-		} else {
-			b = fbin_of(d); /* free()'s choice: fbin, or rbin (tc is the caller's) */
-		}
+		struct slab *d;
+		struct bin *b = run_start(tc, (uintptr_t)*src, typed, &d);
+		if (unlikely(!b))
+			break; /* the slow path takes it from here */
 		void **dst = b->top, **first = src;
 		ptrdiff_t room = b->lim - dst;
 		if (unlikely(room <= 0))
 			break; /* full (flush), or a thread without a cache */
 		uintptr_t lo = (uintptr_t)d->start;
-		uint64_t inv = d->inv, objects = d->objects;
-		unsigned k = d->shift;
+		uint64_t inv = d->inv, qlim = d->qlim, qmask = d->qmask;
 		void **stop = end;
 		if (unlikely(end - src > room))
 			stop = src + room;
 		void *top = dst[-1];
 #if RUNS_VEC
-		/* groups of four from the run's first pointer: 32-byte loads at the offsets
-		 * malloc_bulk stores at, so they are served by its stores (store forwarding) */
+		/* groups of four from the run's first pointer */
 		if (stop - src >= 4) {
-			/* broadcasts straight from the descriptor (load ports, not shuffles) */
-			__m256i lov = bcast64(&d->start);
-			__m256i invv = bcast64(&d->inv);
-			__m256i kv = _mm256_set1_epi64x(k);
-			__m256i lim = _mm256_add_epi64(bcast64(&d->objects), _mm256_set1_epi64x(-1));
+			struct run_vec v = run_vec_of(d);
 			size_t g = (size_t)(stop - src) / 4, j = 0;
 			do {
-				__m256i o = _mm256_loadu_si256(
-					(const __m256i *)(const void *)(src + 4 * j));
 				/* the pointer before the group: the bin's top, then a load (an
 				 * 8-byte load inside one of malloc_bulk's 32-byte stores) */
 				__m256i before = bcast64(j ? &src[4 * j - 1] : &dst[-1]);
-				__m256i prev = _mm256_blend_epi32(
-					_mm256_permute4x64_epi64(o, _MM_SHUFFLE(2, 1, 0, 0)), before, 3);
-				if (!group_ok(o, prev, lov, invv, kv, lim))
+				if (!group_at(&v, src + 4 * j, before, dst + 4 * j))
 					break;
-				_mm256_storeu_si256((__m256i *)(void *)(dst + 4 * j), o);
 			} while (++j != g);
 			src += 4 * j;
 			dst += 4 * j;
@@ -155,8 +143,8 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 #endif
 		for (; src != stop; src++) {
 			void *o = *src;
-			uint64_t q = ((uintptr_t)o - lo) * inv;
-			if (((q >> k) | (q << ((64 - k) & 63))) >= objects || o == top)
+			uint64_t q = ((uintptr_t)o - lo) * inv; /* is_object(), d's fields hoisted */
+			if (q >= qlim || (q & qmask) || o == top)
 				break;
 			*dst++ = top = o;
 		}
