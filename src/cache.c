@@ -45,10 +45,13 @@
  * WHO WRITES WHAT
  *   tcache: its thread only (plain loads and stores; no atomics on the fastpath); its typed-
  *   cache state also by a thread destroying that cache, once the owner is quiet (typed.c);
- *   the orphan tcaches (alloc.c, typed.c) under their locks. Slot memory: a pool, block_lock.
- *   slab line 0: fixed at creation (tail pages get copies); carved by the freezing owner;
- *   owner (every page) and freezer (head) written by the thread that freezes the slab, read by
- *   any thread with relaxed atomics (a stale value only picks a bin, the rbin or the depot).
+ *   the orphan tcaches (alloc.c, typed.c) under their locks. Other threads' statistics read
+ *   bin tops with relaxed loads, as a snapshot (stats.c). Slot memory: a pool, block_lock.
+ *   slab line 0: fixed at creation (tail pages get copies), but for owner (every page),
+ *   written by the thread that freezes the slab and read by any thread with relaxed atomics
+ *   (a stale value only picks a bin: fbin or rbin). Line 1 past the word: carved by the
+ *   freezing owner; freezer (head) by the freezing thread, read relaxed (a stale value only
+ *   picks the depot or the slab).
  *   slab->word: cas16 only. next/prev/on_partial, cache partial/nr_*: under the cache lock
  *   (partial is also peeked without it, relaxed, and checked again under it).
  *   region free_mask/dirty_mask/map/list: under the page lock (region.c).
