@@ -244,10 +244,6 @@ static __attribute__((noinline)) void free_bulk_scalar(size_t n, void **ptrs)
 		free_rest(tc, at, ptrs + n);
 }
 
-/* Arrays shorter than this skip the runs (their setup costs more than it saves there): one
- * scalar run, else one pointer at a time with free()'s fastpath. */
-#define SHORT_BULK 4
-
 static __attribute__((noinline)) void free_short(size_t n, void **ptrs)
 {
 	for (size_t i = 0; i < n; i++)

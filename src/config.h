@@ -26,6 +26,8 @@
 #define TCACHE_MIN 4                            /* ... but at least this many objects */
 #define TCACHE_MIN_HUGE 2                       /* ... or this many, above 32 KiB */
 #define TCACHE_MAX 256                          /* ... and at most this many */
+#define SHORT_BULK 4                            /* bulk frees of fewer pointers skip the runs
+                                                 * (their setup costs more than it saves) */
 #define DEPOT_MAX 512                           /* objects a class's depot holds, at most
 						 * (and 2 bins' worth): depot.c */
 #define FLUSH_GROUPS 8                          /* open slab groups while flushing (look-ahead) */

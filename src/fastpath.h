@@ -45,12 +45,8 @@ static inline void sm_free_fast(void *p)
 		if (likely(is_object(s, a))) {
 			struct bin *b = fbin_of(s); /* fbin, or rbin: another thread's sub-line
 						     * object */
-			void **t = b->top;
-			if (likely(t < b->lim && t[-1] != p)) {
-				*t = p;
-				b->top = t + 1;
+			if (likely(bin_push(b, p)))
 				return;
-			}
 		}
 	}
 	sm_free_slow(p);

@@ -149,6 +149,19 @@ static inline void bin_close(struct bin *b)
 	b->top = b->lim = b->slots;
 }
 
+/* free()'s push, checks included: p onto b when there is room and p is not b's top already (a
+ * double free; slots[-1] is a NULL guard). Returns false, b unchanged, otherwise. */
+static inline bool bin_push(struct bin *b, void *p)
+{
+	void **t = b->top;
+	if (likely(t < b->lim && t[-1] != p)) {
+		*t = p;
+		b->top = t + 1;
+		return true;
+	}
+	return false;
+}
+
 /* Make f's objects the allocation stack's: a's array (empty) becomes the free stack. Returns
  * whether a has objects now. */
 static inline bool bin_swap(struct bin *a, struct bin *f)

@@ -349,14 +349,9 @@ static inline __attribute__((always_inline)) void free_one(struct cache *c, void
 		struct tcache *tc = &sm_tc;
 		struct bin *b = &tc->tfbin[c->id];
 		enter(tc, c);
-		if (likely(serves(tc, c))) {
-			void **t = b->top;
-			if (likely(t < b->lim && t[-1] != p)) {
-				*t = p;
-				b->top = t + 1;
-				leave(tc);
-				return;
-			}
+		if (likely(serves(tc, c) && bin_push(b, p))) {
+			leave(tc);
+			return;
 		}
 		leave(tc);
 	}
@@ -373,9 +368,7 @@ SM_EXPORT SM_HOT void slub_cache_free(struct slub_cache *sc, void *p)
 	free_one(cache_from(sc), p);
 }
 
-/* Frees of arrays shorter than SHORT_BULK take the single call's path one by one (a run's
- * setup costs more than it saves there). */
-#define SHORT_BULK 4
+/* Frees of arrays shorter than SHORT_BULK (config.h) take the single call's path one by one. */
 
 static SM_COLD size_t bad_bulk_args(size_t n)
 {
