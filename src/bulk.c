@@ -265,7 +265,7 @@ static inline bool short_run(size_t n, void **ptrs)
 	void *prev = t[-1];
 	for (size_t i = 0; i < n; i++) {
 		void *p = ptrs[i];
-		if (unlikely(!is_object(d, (uintptr_t)p) || p == prev))
+		if (unlikely(!is_object_of(d, (uintptr_t)p) || p == prev))
 			return false;
 		t[i] = prev = p; /* above the top until the end: no object of the bin yet */
 	}

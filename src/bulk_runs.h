@@ -15,7 +15,8 @@
  * first pointer as free() does (ours, an object: a page of no slab fails it, so d is a slab's
  * and its objects >= 1) and picks the bin, free()'s choice (owner check), once per run; then
  * every pointer of the run, the first again, is checked:
- *   - is_object()'s test (exact: inside the slab and on an object boundary);
+ *   - is_object_of()'s test (exact for any address: inside the slab and on an object
+ *     boundary);
  *   - a pointer equal to the one before it (for the first, the bin's top: slots[-1] is a NULL
  *     guard) is a double free;
  *   a pointer that fails a check ends the run; when it is the run's first, the loop stops
@@ -119,7 +120,8 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 		if (unlikely(room <= 0))
 			break; /* full (flush), or a thread without a cache */
 		uintptr_t lo = (uintptr_t)d->start;
-		uint64_t inv = d->inv, qlim = d->qlim, qmask = d->qmask;
+		uint64_t inv = d->inv, qbad = d->qbad, objects = d->objects;
+		unsigned k = d->shift;
 		void **stop = end;
 		if (unlikely(end - src > room))
 			stop = src + room;
@@ -143,8 +145,8 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 #endif
 		for (; src != stop; src++) {
 			void *o = *src;
-			uint64_t q = ((uintptr_t)o - lo) * inv; /* is_object(), d's fields hoisted */
-			if (q >= qlim || (q & qmask) || o == top)
+			uint64_t q = ((uintptr_t)o - lo) * inv; /* is_object_of(), d's fields hoisted */
+			if ((q & qbad) || (q >> k) >= objects || o == top)
 				break;
 			*dst++ = top = o;
 		}

@@ -35,19 +35,26 @@ struct cache;
  * A slab of several pages is described by the descriptor of its first page (the head); the
  * descriptors of its other pages carry copies of the read-only fields (start .. shift, size,
  * pages) and head, so free() finds what it needs at an address it computes, without a load.
- * A page that belongs to no slab has objects == qlim == 0, which every object check rejects. */
+ * Its objects fill the slab up to its end; what is left over (less than one object) comes
+ * before them, so an address past the last object is in another page, with another
+ * descriptor. A page that belongs to no slab has start == NULL, and inv odd and qbad != 0
+ * (region.c sets 1 and ~0 before any slab uses the page; a released slab leaves its own), which
+ * every object check rejects: q = a * inv passes only for an a below twice the bytes of the
+ * slab those values came from, and no address in a region is that low. start is written last
+ * when a slab is made and first when it is released (slab.c, region.c). */
 struct slab {
 	/* line 0: set when the slab is made (owner: when it is frozen), read by free() */
 	struct slab *head;        /* the descriptor of the slab's first page (itself if first) */
-	char *start;              /* first object (the slab's first page) */
-	struct cache *cache;      /* the cache whose objects it holds */
+	char *start;              /* first object (in the first page, after the leftover); NULL:
+				   * no slab (written last and cleared first: see above) */
 	uint64_t inv;             /* the inverse mod 2^64 of size's odd part (see object_q) */
+	uint64_t qbad;            /* the bits no valid q has: is_object() (see object_q) */
+	struct cache *cache;      /* the cache whose objects it holds (from here on, fields
+				   * sm_pages_alloc clears: inv and qbad keep rejecting) */
 	uint64_t objects;         /* objects per slab (64 bits: the bulk checks broadcast it) */
-	uint64_t qlim;            /* objects << shift: is_object()'s bound, 0 on no slab */
 	int64_t fbtp;             /* free()'s bin: thread_pointer() + fbtp is the calling
 				   * thread's &sm_tc.fbin[cls] (the TLS offset of sm_tc is the
 				   * same in every thread) */
-	uint32_t qmask;           /* (1 << shift) - 1: is_object()'s alignment bits */
 	uint16_t owner;           /* objects smaller than a cache line: the id of the thread that
 				   * froze the slab last (others' frees of them go to their rbin);
 				   * 0 for larger objects, which any thread reuses */
@@ -296,24 +303,47 @@ static inline struct slab *page_desc(uintptr_t a)
 	struct region *r = (struct region *)(a & ~(REGION_SIZE - 1));
 	return &r->slabs[(a >> SPAGE_SHIFT) & (REGION_PAGES - 1)];
 }
-/* Whether a is the start of an object of s, and its index. With size = d << k (d odd) and
+/* Whether a is the start of an object, and its index. With size = d << k (d odd) and
  * inv = d^-1 mod 2^64, q = (a - start) * inv is i << k exactly when a = start + i * size;
- * otherwise q has one of its low k bits set, or is at least objects << k (Granlund and
- * Montgomery's divisibility test, checked without rotating q). */
+ * otherwise q has one of its low k bits set, or is far above objects << k (Granlund and
+ * Montgomery's divisibility test, without rotating q). qbad has those low k bits set and
+ * every bit from B up, where 2^B is the least power of two above (objects - 1) << k: one
+ * test. An address before start in the slab's first page fails it too: a = start - x with
+ * 0 < x < size, and -x * inv has a bit of qbad set. One past the last object is in another
+ * page. So the one test is exact for a in s's own pages; for any address, slab_index and
+ * bulk's runs add the bound (q >> k below objects). */
 static inline uint64_t object_q(const struct slab *s, uintptr_t a)
 {
 	return (a - (uintptr_t)s->start) * s->inv;
 }
-static inline bool is_object(const struct slab *s, uintptr_t a)
+/* d must be page_desc(a): the descriptor of a's own page. */
+static inline bool is_object(const struct slab *d, uintptr_t a)
 {
-	uint64_t q = object_q(s, a);
-	return q < s->qlim && !(q & s->qmask);
+	return !(object_q(d, a) & d->qbad);
 }
-/* The object index of a, or UINT32_MAX when a is not the start of an object of s. */
+/* The object index of a (any address), or UINT32_MAX when a is not the start of an object of
+ * s. */
 static inline uint32_t slab_index(const struct slab *s, uintptr_t a)
 {
 	uint64_t q = object_q(s, a);
-	return unlikely(q >= s->qlim || (q & s->qmask)) ? UINT32_MAX : (uint32_t)(q >> s->shift);
+	if (unlikely(q & s->qbad) || unlikely((q >> s->shift) >= s->objects))
+		return UINT32_MAX;
+	return (uint32_t)(q >> s->shift);
+}
+/* Whether a (any address) is the start of an object of s. */
+static inline bool is_object_of(const struct slab *s, uintptr_t a)
+{
+	return slab_index(s, a) != UINT32_MAX;
+}
+/* The region and the first byte of the page that descriptor d describes. */
+static inline struct region *desc_region(const struct slab *d)
+{
+	return (struct region *)((uintptr_t)d & ~(REGION_SIZE - 1));
+}
+static inline char *desc_page(const struct slab *d)
+{
+	struct region *r = desc_region(d);
+	return (char *)r + ((size_t)(d - r->slabs) << SPAGE_SHIFT);
 }
 
 /* ---- locks (inline; slow paths only) ---- */

@@ -33,6 +33,10 @@ static struct region *region_new(void)
 		return NULL;
 	sm_os_hugepages(r, REGION_SIZE, sm_opt.thp); /* SLUBMALLOC_THP */
 	nregions++;
+	for (unsigned i = 0; i < REGION_PAGES; i++) { /* no slab: start NULL, and (struct slab) */
+		r->slabs[i].inv = 1;
+		r->slabs[i].qbad = ~0ULL;
+	}
 	r->free_mask = ~1ULL; /* page 0 is the header */
 	r->dirty_mask = 0;
 	r->next = regions;
@@ -83,13 +87,14 @@ struct slab *sm_pages_alloc(unsigned pages)
 	dirty_bytes -= (size_t)__builtin_popcountll(r->dirty_mask & bits) << SPAGE_SHIFT;
 	r->dirty_mask &= ~bits;
 	struct slab *s = &r->slabs[at];
-	memset(s, 0, pages * sizeof *s); /* objects 0: not valid until sm_slab_new fills them */
-	s->start = (char *)r + ((size_t)at << SPAGE_SHIFT);
-	s->pages = (uint8_t)pages;
 	for (unsigned i = 0; i < pages; i++) {
+		/* start is NULL (a free page), inv and qbad stay: every address of the page fails
+		 * the object check until sm_slab_new sets start (struct slab) */
+		memset(&s[i].cache, 0, sizeof *s - offsetof(struct slab, cache));
 		r->map[at + i] = s;
 		s[i].head = s;
 	}
+	s->pages = (uint8_t)pages;
 	sm_unlock(&page_lock);
 	return s;
 }
@@ -181,15 +186,16 @@ void sm_region_walk_locked(void (*fn)(struct slab *head, void *arg), void *arg)
 
 void sm_pages_free(struct slab *s)
 {
-	struct region *r = (struct region *)((uintptr_t)s->start & ~(REGION_SIZE - 1));
-	unsigned at = (unsigned)(((uintptr_t)s->start - (uintptr_t)r) >> SPAGE_SHIFT);
+	struct region *r = desc_region(s);
+	unsigned at = (unsigned)(s - r->slabs);
 	unsigned pages = s->pages;
 	uint64_t bits = ((1ULL << pages) - 1) << at;
 	sm_lock(&page_lock);
 	for (unsigned i = 0; i < pages; i++) {
+		/* frees into these pages now fail the object check (struct slab) */
+		__atomic_store_n(&s[i].start, NULL, __ATOMIC_RELEASE);
 		r->map[at + i] = NULL;
 		s[i].objects = 0;
-		s[i].qlim = 0; /* frees into these pages now fail the object check */
 	}
 	r->free_mask |= bits;
 	if (!r->dirty_mask) {

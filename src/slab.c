@@ -49,25 +49,27 @@ struct slab *sm_slab_new(struct cache *c)
 	struct slab *s = sm_pages_alloc(c->pages);
 	if (!s)
 		return NULL;
+	size_t bytes = (size_t)c->pages << SPAGE_SHIFT;
+	/* the leftover first: the last object ends where the slab does (struct slab) */
+	char *start = desc_page(s) + (bytes - (size_t)c->objects * c->size);
+	uint64_t top = ((uint64_t)c->objects - 1) << c->shift; /* the largest valid q */
+	uint64_t below = top ? ~0ULL >> __builtin_clzll(top) : 0; /* 2^B - 1 */
 	__atomic_store_n(&s->cache, c, __ATOMIC_RELAXED);
 	s->inv = c->inv;
 	s->shift = c->shift;
 	s->size = c->size;
 	s->objects = c->objects;
-	s->qlim = (uint64_t)c->objects << c->shift;
-	s->qmask = (1u << c->shift) - 1;
+	s->qbad = ~below | ((1ULL << c->shift) - 1);
 	s->cls = (uint8_t)c->cls;
 	s->fbtp = ((char *)&sm_tc.fbin[c->cls] - thread_pointer());
 	s->carved = 0;
 	for (unsigned i = 1; i < s->pages; i++) { /* the read-only fields, for page_desc() */
-		s[i].start = s->start;
 		s[i].cache = c;
 		s[i].inv = s->inv;
 		s[i].shift = s->shift;
 		s[i].size = s->size;
 		s[i].objects = s->objects;
-		s[i].qlim = s->qlim;
-		s[i].qmask = s->qmask;
+		s[i].qbad = s->qbad;
 		s[i].cls = s->cls;
 		s[i].fbtp = s->fbtp;
 		s[i].pages = s->pages;
@@ -75,6 +77,9 @@ struct slab *sm_slab_new(struct cache *c)
 	/* frozen, every object held by the owner (the untouched ones included) */
 	__atomic_store_n(&s->word.lo, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->word.hi, SLAB_FROZEN | c->objects, __ATOMIC_RELAXED);
+	/* start last: until it is set, the object check rejects every address of these pages */
+	for (unsigned i = 0; i < s->pages; i++)
+		__atomic_store_n(&s[i].start, start, __ATOMIC_RELEASE);
 	if (c->debug)
 		sm_debug_slab_init(s);
 	__atomic_fetch_add(&c->nr_slabs, 1, __ATOMIC_RELAXED);

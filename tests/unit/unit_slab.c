@@ -1,7 +1,9 @@
 /* unit_slab.c: slab geometry, carving and the pointer -> slab lookup. For every cache: a new
  * slab is frozen with every object held; carving hands out each object exactly once, in
  * bounds, aligned; slab_of() finds the slab from each object and from every byte inside it;
- * slab_index() accepts object starts only; pointers outside all regions are not ours; a bulk
+ * slab_index() and free()'s one-test object check accept object starts only (not the leftover
+ * before the first object, nor any address of a page of no slab: never used, or released);
+ * the last object ends where the slab does; pointers outside all regions are not ours; a bulk
  * free whose first pointers lie in a page of ours that holds no slab is reported. */
 #include <fcntl.h>
 #include <signal.h>
@@ -27,7 +29,7 @@ static void bulk_into_free_page(void)
 	struct region *r = (struct region *)(a & ~(uintptr_t)(REGION_SIZE - 1));
 	unsigned page = 0;
 	for (unsigned i = 1; i < REGION_PAGES && !page; i++)
-		if (!r->map[i] && !r->slabs[i].qlim)
+		if (!r->map[i] && !r->slabs[i].start)
 			page = i;
 	CHECK(page, "no free page in the region of %#lx", (unsigned long)a);
 	void *v[8];
@@ -49,10 +51,46 @@ static void bulk_into_free_page(void)
 	      "free_bulk into a page of no slab: status %d, not a report and abort", st);
 }
 
+/* No address of a page without a slab passes the object check: every 16th byte of the page,
+ * and a few odd ones. */
+static void check_no_objects(char *page, const char *what)
+{
+	for (uintptr_t off = 0; off < SPAGE_SIZE; off += 16)
+		for (uintptr_t d = 0; d < 16; d += 7) {
+			uintptr_t a = (uintptr_t)page + off + d;
+			CHECK(!is_object(page_desc(a), a) && slab_index(page_desc(a), a) == UINT32_MAX,
+			      "%s: %#lx passes the object check", what, (unsigned long)a);
+		}
+}
+
+/* The pages of a fresh region (never used by a slab) and those of a released slab. */
+static void pages_without_slab(void)
+{
+	void *p = malloc(64);
+	CHECK(p, "malloc(64)");
+	struct region *r = (struct region *)((uintptr_t)p & ~(uintptr_t)(REGION_SIZE - 1));
+	check_no_objects((char *)r, "the region's header page");
+	unsigned never = 0;
+	for (unsigned i = REGION_PAGES - 1; i > 0 && !never; i--)
+		if (!r->map[i] && !r->slabs[i].start && r->slabs[i].inv == 1)
+			never = i;
+	CHECK(never, "no never-used page in the region of %p", p);
+	check_no_objects((char *)r + (size_t)never * SPAGE_SIZE, "a never-used page");
+	free(p);
+	struct cache *c = &sm_g.caches[sm_size_to_class(48)]; /* a leftover before the objects */
+	struct slab *s = sm_slab_new(c);
+	CHECK(s, "no slab for %s", c->name);
+	char *page = desc_page(s);
+	CHECK(s->start > page, "%s: no leftover before the first object", c->name);
+	sm_pages_free(s);
+	check_no_objects(page, "a released slab's page");
+}
+
 int main(void)
 {
 	sm_init();
 	bulk_into_free_page();
+	pages_without_slab();
 	for (unsigned c = 0; c < NCLASS; c++) {
 		struct cache *ca = &sm_g.caches[c];
 		CHECK(ca->objects * ca->size <= ca->pages * SPAGE_SIZE, "cache %s overflows", ca->name);
@@ -78,6 +116,13 @@ int main(void)
 				CHECK(slab_index(s, a) == total, "index %u", total);
 				CHECK(a % MIN_ALIGN == 0, "misaligned object");
 				CHECK(slab_index(s, a + 8) == UINT32_MAX, "interior pointer accepted");
+				/* a + 16: the next object, or inside this one (or the next slab) */
+				bool next_in = total + 1 < ca->objects;
+				CHECK(is_object(page_desc(a), a) &&
+					      !is_object(page_desc(a + 8), a + 8) &&
+					      (!next_in || is_object(page_desc(a + 16), a + 16) ==
+								   (ca->size == 16)),
+				      "free()'s object check in %s at object %u", ca->name, total);
 				memset(o, 0xa5, ca->size);
 				total++;
 				expect += ca->size;
@@ -86,6 +131,12 @@ int main(void)
 		CHECK(total == ca->objects, "%s carved %u of %u", ca->name, total, ca->objects);
 		CHECK(slab_index(s, (uintptr_t)s->start + (uintptr_t)ca->objects * ca->size) ==
 			      UINT32_MAX, "index past the last object accepted");
+		CHECK(s->start + (size_t)ca->objects * ca->size == desc_page(s) + ca->pages * SPAGE_SIZE,
+		      "%s: the last object does not end where the slab does", ca->name);
+		for (uintptr_t a = (uintptr_t)desc_page(s); a < (uintptr_t)s->start; a += 16)
+			CHECK(!is_object(page_desc(a), a) && slab_index(s, a) == UINT32_MAX,
+			      "%s: the leftover at %#lx passes the object check", ca->name,
+			      (unsigned long)a);
 	}
 	int local;
 	CHECK(!region_is_ours((uintptr_t)&local), "stack is ours?");
