@@ -34,16 +34,6 @@ static size_t alloc_each(size_t size, size_t n, void **ptrs)
 	return n;
 }
 
-/* dst[0, n) = src[0, n), two pointers per move, inline (short runs: no call to memcpy). */
-static inline void copy_ptrs(void **dst, void *const *src, size_t n)
-{
-	size_t m = n & ~(size_t)1;
-	for (size_t i = 0; i < m; i += 2)
-		__builtin_memcpy(dst + i, src + i, 2 * sizeof(void *));
-	if (n & 1)
-		dst[m] = src[m];
-}
-
 /* copy_ptrs as a function returning n (malloc_bulk's tail call); then the same with 32-byte
  * moves, the stores free_bulk's AVX2 run check loads back (short arrays stay scalar). */
 static __attribute__((noinline)) size_t copy_ptrs_n(void **dst, void *const *src, size_t n)
@@ -250,9 +240,10 @@ static __attribute__((noinline)) void free_short(size_t n, void **ptrs)
 		sm_free_fast(ptrs[i]);
 }
 
-/* A short array (2 or 3 pointers) as one run: each an object of the first one's slab, unlike
+/* A short array (2 or 3 pointers) as one run: each an object in the first one's page, unlike
  * the pointer before it (the first: unlike the bin's top), and room on the bin for all; then
- * one push. Returns false, the bin's top unchanged, when that is not so. */
+ * one push. Returns false, the bin's top unchanged, when that is not so (the caller frees them
+ * one by one). */
 static inline bool short_run(size_t n, void **ptrs)
 {
 	struct slab *d;
@@ -262,13 +253,16 @@ static inline bool short_run(size_t n, void **ptrs)
 	void **t = b->top;
 	if (unlikely(b->lim - t < (ptrdiff_t)n))
 		return false;
-	void *prev = t[-1];
-	for (size_t i = 0; i < n; i++) {
+	uintptr_t first = (uintptr_t)ptrs[0], lo = (uintptr_t)d->start;
+	uint64_t inv = d->inv, qbad = d->qbad;
+	if (unlikely(ptrs[0] == t[-1])) /* an object (run_start): unlike the bin's top? */
+		return false;
+	for (size_t i = 1; i < n; i++) {
 		void *p = ptrs[i];
-		if (unlikely(!is_object_of(d, (uintptr_t)p) || p == prev))
+		if (unlikely(!is_object_near((uintptr_t)p, first, lo, inv, qbad) || p == ptrs[i - 1]))
 			return false;
-		t[i] = prev = p; /* above the top until the end: no object of the bin yet */
 	}
+	copy_ptrs(t, ptrs, n); /* all checked: one push */
 	b->top = t + n;
 	return true;
 }

@@ -330,6 +330,14 @@ static inline uint32_t slab_index(const struct slab *s, uintptr_t a)
 		return UINT32_MAX;
 	return (uint32_t)(q >> s->shift);
 }
+/* Whether a is the start of an object in the page of `first`, whose own descriptor d gave lo
+ * (d->start), inv and qbad: is_object()'s one test, exact there, with d's fields held in
+ * registers (the short bulk frees, which store to a bin between the checks). */
+static inline bool is_object_near(uintptr_t a, uintptr_t first, uintptr_t lo, uint64_t inv,
+				  uint64_t qbad)
+{
+	return !(((a ^ first) >> SPAGE_SHIFT) | (((a - lo) * inv) & qbad));
+}
 /* Whether a (any address) is the start of an object of s. */
 static inline bool is_object_of(const struct slab *s, uintptr_t a)
 {
@@ -412,6 +420,15 @@ void sm_depot_unlock_all(void);
 /* "bulk.c": the run check of free_bulk, and pointer copies (AVX2 when the CPU has it) */
 void **sm_bulk_runs(struct tcache *tc, void **src, void **end, struct cache *typed);
 size_t sm_copy_ptrs(void **dst, void *const *src, size_t n); /* returns n */
+/* dst[0, n) = src[0, n), two pointers per move, inline (short arrays: no call). */
+static inline void copy_ptrs(void **dst, void *const *src, size_t n)
+{
+	size_t m = n & ~(size_t)1;
+	for (size_t i = 0; i < m; i += 2)
+		__builtin_memcpy(dst + i, src + i, 2 * sizeof(void *));
+	if (n & 1)
+		dst[m] = src[m];
+}
 
 /* "typed.c": typed object caches */
 void sm_typed_gone(struct cache *c);          /* a dead typed cache lost its last slab */

@@ -308,10 +308,11 @@ static SM_COLD void free_one_slow(struct cache *c, void *p)
 	free_n(c, 1, &p);
 }
 
-/* Whether tc (entered) has a bin serving c. */
-static inline bool serves(const struct tcache *tc, const struct cache *c)
+/* Whether tc (entered) has a bin serving c, whose id is id (read before enter: the fence
+ * would make the compiler load it again). */
+static inline bool serves(const struct tcache *tc, const struct cache *c, unsigned id)
 {
-	return tc->tfor[c->id] == c && !c->dead;
+	return tc->tfor[id] == c && !c->dead;
 }
 
 static SM_COLD void *alloc_one_slow(struct cache *c)
@@ -324,10 +325,11 @@ static SM_COLD void *alloc_one_slow(struct cache *c)
 static inline __attribute__((always_inline)) void *alloc_one(struct cache *c)
 {
 	struct tcache *tc = &sm_tc;
-	struct bin *b = &tc->tbin[c->id];
+	unsigned id = c->id;
+	struct bin *b = &tc->tbin[id];
 	enter(tc, c);
 	void **t = b->top;
-	if (likely(serves(tc, c) && t != b->slots)) {
+	if (likely(serves(tc, c, id) && t != b->slots)) {
 		b->top = --t;
 		void *p = *t;
 		leave(tc);
@@ -347,9 +349,10 @@ static inline __attribute__((always_inline)) void free_one(struct cache *c, void
 	if (likely(region_is_ours(a) && is_object(d = page_desc(a), a) &&
 		   d->cache == c)) {
 		struct tcache *tc = &sm_tc;
-		struct bin *b = &tc->tfbin[c->id];
+		unsigned id = c->id;
+		struct bin *b = &tc->tfbin[id];
 		enter(tc, c);
-		if (likely(serves(tc, c) && bin_push(b, p))) {
+		if (likely(serves(tc, c, id) && bin_push(b, p))) {
 			leave(tc);
 			return;
 		}
@@ -367,8 +370,6 @@ SM_EXPORT SM_HOT void slub_cache_free(struct slub_cache *sc, void *p)
 {
 	free_one(cache_from(sc), p);
 }
-
-/* Frees of arrays shorter than SHORT_BULK (config.h) take the single call's path one by one. */
 
 static SM_COLD size_t bad_bulk_args(size_t n)
 {
@@ -390,15 +391,20 @@ static __attribute__((noinline)) size_t alloc_bulk(struct cache *c, size_t n, vo
 	if (unlikely(!n || !ptrs))
 		return bad_bulk_args(n);
 	struct tcache *tc = &sm_tc;
-	struct bin *b = &tc->tbin[c->id];
+	unsigned id = c->id;
+	struct bin *b = &tc->tbin[id];
 	enter(tc, c);
 	void **t = b->top;
-	if (likely(serves(tc, c) && (size_t)(t - b->slots) >= n)) { /* one copy from the top */
+	if (likely(serves(tc, c, id) && (size_t)(t - b->slots) >= n)) { /* one copy from the top */
 		b->top = t -= n;
 		leave(tc); /* t[0, n) are no longer the bin's: the copy needs no guard */
-		if (likely(!(c->flags & SLUB_ZERO)))
-			return sm_copy_ptrs(ptrs, t, n); /* a tail call */
-		return copy_zeroed(c, ptrs, t, n);
+		if (unlikely(c->flags & SLUB_ZERO))
+			return copy_zeroed(c, ptrs, t, n);
+		if (n < SHORT_BULK) { /* inline, as malloc_bulk's (bulk.c) */
+			copy_ptrs(ptrs, t, n);
+			return n;
+		}
+		return sm_copy_ptrs(ptrs, t, n); /* a tail call */
 	}
 	leave(tc);
 	return alloc_n(c, n, ptrs);
@@ -407,12 +413,13 @@ static __attribute__((noinline)) size_t alloc_bulk(struct cache *c, size_t n, vo
 SM_EXPORT SM_HOT size_t slub_cache_alloc_bulk(struct slub_cache *sc, size_t n, void **ptrs)
 {
 	struct cache *c = cache_from(sc);
-	if (n == 1 && ptrs) { /* slub_cache_alloc's fastpath; any other case: alloc_bulk */
+	if (likely(n == 1 && ptrs)) { /* slub_cache_alloc's fastpath; else alloc_bulk */
 		struct tcache *tc = &sm_tc;
-		struct bin *b = &tc->tbin[c->id];
+		unsigned id = c->id;
+		struct bin *b = &tc->tbin[id];
 		enter(tc, c);
 		void **t = b->top;
-		if (likely(serves(tc, c) && t != b->slots && !(c->flags & SLUB_ZERO))) {
+		if (likely(serves(tc, c, id) && t != b->slots && !(c->flags & SLUB_ZERO))) {
 			b->top = --t;
 			ptrs[0] = *t;
 			leave(tc);
@@ -428,8 +435,9 @@ static __attribute__((noinline)) void free_bulk_n(struct cache *c, size_t n, voi
 	struct tcache *tc = &sm_tc;
 	/* runs of c's objects checked and pushed as free_bulk does (bulk.c); a pointer that
 	 * stops a run takes the general way, alone. (Only a live thread's bins serve a cache.) */
+	unsigned id = c->id;
 	enter(tc, c);
-	if (unlikely(!serves(tc, c))) {
+	if (unlikely(!serves(tc, c, id))) {
 		leave(tc);
 		free_n(c, n, ptrs);
 		return;
@@ -445,18 +453,64 @@ static __attribute__((noinline)) void free_bulk_n(struct cache *c, size_t n, voi
 	leave(tc);
 }
 
+/* Two or three pointers (SHORT_BULK, config.h) in one call's time: the first passes free()'s
+ * checks and is c's, the others are objects in its page, then one enter, and one push of them
+ * all when the bin serves c, has room, and none equals the pointer before it (the first: the
+ * bin's top). Returns false, nothing freed, when that is not so (a NULL among them too): the
+ * caller frees them one by one. */
+static inline bool free_short(struct cache *c, size_t n, void **ptrs)
+{
+	uintptr_t first = (uintptr_t)ptrs[0];
+	struct slab *d;
+	if (unlikely(!region_is_ours(first) || !is_object(d = page_desc(first), first) ||
+		     d->cache != c))
+		return false;
+	uintptr_t lo = (uintptr_t)d->start;
+	uint64_t inv = d->inv, qbad = d->qbad;
+	for (size_t i = 1; i < n; i++)
+		if (unlikely(!is_object_near((uintptr_t)ptrs[i], first, lo, inv, qbad)))
+			return false;
+	struct tcache *tc = &sm_tc;
+	unsigned id = c->id;
+	struct bin *b = &tc->tfbin[id];
+	enter(tc, c);
+	void **t = b->top;
+	if (unlikely(!serves(tc, c, id) || b->lim - t < (ptrdiff_t)n))
+		goto fail;
+	void *prev = t[-1];
+	for (size_t i = 0; i < n; i++) {
+		void *p = ptrs[i];
+		if (unlikely(p == prev))
+			goto fail;
+		t[i] = prev = p; /* above the top until the end: no object of the bin yet */
+	}
+	b->top = t + n;
+	leave(tc);
+	return true;
+fail:
+	leave(tc);
+	return false;
+}
+
+/* free_short's way out: one by one, each reported or flushed as the single call would. */
+static SM_COLD void free_each(struct cache *c, size_t n, void **ptrs)
+{
+	for (size_t i = 0; i < n; i++)
+		free_one(c, ptrs[i]);
+}
+
 SM_EXPORT SM_HOT void slub_cache_free_bulk(struct slub_cache *sc, size_t n, void **ptrs)
 {
 	struct cache *c = cache_from(sc);
 	if (!ptrs)
 		return;
-	if (n == 1) {
+	if (likely(n == 1)) {
 		free_one(c, ptrs[0]);
 		return;
 	}
 	if (n < SHORT_BULK) {
-		for (size_t i = 0; i < n; i++)
-			free_one(c, ptrs[i]);
+		if (unlikely(!free_short(c, n, ptrs)))
+			free_each(c, n, ptrs);
 		return;
 	}
 	free_bulk_n(c, n, ptrs);

@@ -666,6 +666,44 @@ static void free_with_bad(void *arg)
 		exit(0);
 }
 
+/* free_bulk of two or three pointers, from one page or two, with a NULL among them: each is
+ * freed, onto the thread's free stack in array order, so that after malloc_trim (which empties
+ * the thread's stacks) the next mallocs return them last first. */
+static void case_short_arrays(void)
+{
+	enum { N = 64, SIZE = 4096 }; /* 16 objects per 64 KiB slab page */
+	void *v[N];
+	CHECK(malloc_bulk(SIZE, N, v) == N, "malloc_bulk(%d, %d)", SIZE, N);
+	size_t far = 1;
+	while (far < N && !(((uintptr_t)v[far] ^ (uintptr_t)v[0]) >> 16))
+		far++;
+	CHECK(far < N, "%d objects of %d bytes in one 64 KiB page", N, SIZE);
+	size_t rest[N], nr = 0; /* the other indices */
+	for (size_t i = 1; i < N; i++)
+		if (i != far)
+			rest[nr++] = i;
+	void *sets[][3] = {
+		{v[0], v[far], NULL},              /* two pages */
+		{v[rest[0]], v[rest[1]], NULL},    /* one page, most likely */
+		{v[rest[2]], v[rest[3]], v[far]},  /* far: allocated again below */
+		{NULL, v[rest[4]], v[rest[5]]},
+		{v[rest[6]], NULL, v[rest[7]]},
+	};
+	static const size_t lens[] = {2, 2, 3, 3, 3};
+	for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+		malloc_trim(0);
+		free_bulk(lens[k], sets[k]);
+		for (size_t i = lens[k]; i-- > 0;) {
+			if (!sets[k][i])
+				continue;
+			void *p = malloc(SIZE);
+			CHECK(p == sets[k][i], "set %zu: malloc returned %p, not %p (position %zu of %zu)",
+			      k, p, sets[k][i], i, lens[k]);
+		}
+	}
+	free_bulk(N, v); /* every object is allocated again */
+}
+
 static void case_invalid_positions(void)
 {
 	static const size_t lens[] = {1, 2, 3, 4, 5, 8, 9, 16, 33};
@@ -826,6 +864,7 @@ int main(int argc, char **argv)
 		{"no_leak", case_no_leak},
 		{"invalid_reported", case_invalid_reported},
 		{"invalid_positions", case_invalid_positions},
+		{"short_arrays", case_short_arrays},
 		{"random_vs_single", case_random_vs_single},
 	};
 	int failed = run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);

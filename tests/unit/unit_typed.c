@@ -378,11 +378,54 @@ static void wrong_at(void *arg)
 
 static void case_wrong_positions(void)
 {
-	static const size_t lens[] = {4, 7, 8, 17, 33};
+	static const size_t lens[] = {1, 2, 3, 4, 7, 8, 17, 33};
 	static const char *const kind[] = {"", "another cache's object", "a malloc object",
 					   "an interior pointer", "the previous pointer again"};
 	expect_bad_everywhere(wrong_at, lens, sizeof lens / sizeof lens[0], 4, kind,
 			      "slub_cache_free_bulk");
+}
+
+/* slub_cache_free_bulk of two or three pointers, from one page or two, with a NULL among
+ * them, then the rest one by one: each object is freed once (no report), none is lost (the
+ * destroy reports no live object). */
+static void short_arrays_child(void *arg)
+{
+	(void)arg;
+	enum { N = 64 };
+	struct slub_cache *c = slub_cache_create("short-arrays", 4096, 0, 0, NULL);
+	CHECK(c, "create");
+	void *v[N];
+	CHECK(slub_cache_alloc_bulk(c, N, v) == N, "alloc_bulk(%d)", N);
+	size_t far = 1; /* 16 objects per 64 KiB page */
+	while (far < N && !(((uintptr_t)v[far] ^ (uintptr_t)v[0]) >> 16))
+		far++;
+	CHECK(far < N, "%d objects of 4 KiB in one 64 KiB page", N);
+	size_t r[N], nr = 0;
+	for (size_t i = 1; i < N; i++)
+		if (i != far)
+			r[nr++] = i;
+	void *sets[][3] = {
+		{v[0], v[far], NULL},
+		{v[r[0]], v[r[1]], NULL},
+		{v[r[2]], v[r[3]], v[r[4]]},
+		{NULL, v[r[5]], v[r[6]]},
+		{v[r[7]], NULL, v[r[8]]},
+	};
+	static const size_t lens[] = {2, 2, 3, 3, 3};
+	for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++)
+		slub_cache_free_bulk(c, lens[k], sets[k]);
+	for (size_t i = 9; i < nr; i++)
+		slub_cache_free(c, v[r[i]]);
+	slub_cache_destroy(c);
+}
+
+static void case_short_arrays(void)
+{
+	char *err;
+	int st = run_in_child(short_arrays_child, NULL, &err);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && !*err,
+	      "short slub_cache_free_bulk arrays: status %d, stderr \"%s\"", st, err);
+	free(err);
 }
 
 static void case_wrong_cache(void)
@@ -936,6 +979,7 @@ int main(int argc, char **argv)
 		{"free_plain", case_free_plain},
 		{"wrong_cache", case_wrong_cache},
 		{"wrong_positions", case_wrong_positions},
+		{"short_arrays", case_short_arrays},
 		{"destroy_live", case_destroy_live},
 		{"create_destroy_many", case_create_destroy_many},
 		{"bad_args", case_bad_args},
