@@ -64,7 +64,7 @@ struct slub_cache_stats {
 	uint64_t alloc_slowpath;   /* mallocs that refilled the thread's cache */
 	uint64_t refill_takeall;   /* refills that took a slab's whole freelist (one cmpxchg16b) */
 	uint64_t free_fastpath;    /* frees onto the freeing thread's own cache */
-	uint64_t free_remote;      /* frees of other threads' small objects, or straight to a slab */
+	uint64_t free_remote;      /* frees straight to a slab (no thread cache, typed objects) */
 	uint64_t cmpxchg_retry;    /* cmpxchg16b attempts on a slab's freelist that lost a race */
 	uint64_t slabs_allocated, slabs_freed;
 };

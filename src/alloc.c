@@ -48,7 +48,7 @@ static void *alloc_class(unsigned cls, size_t req, void *caller)
 	struct bin *b = &tc->bin[cls];
 	void *p;
 	/* SLUBMALLOC_STATS=1 (sizeclass.c): the fastpath's work, counted here */
-	if (b->top != b->slots || bin_swap(b, &tc->fbin[cls])) {
+	if (b->top != b->slots || class_swap(b, &tc->fbin[cls])) {
 		p = *--b->top;
 		sm_count(&sm_g.caches[cls], EV_ALLOC_FAST, 1);
 	} else {
@@ -66,19 +66,28 @@ static void *alloc_class(unsigned cls, size_t req, void *caller)
  * short: a malloc/free loop over more objects than a bin holds comes here once per round
  * (with the swap inside sm_alloc_slow, 250 mallocs then 250 frees took about 1 TSC cycle
  * more per malloc on the 2-core VM). */
+static SM_COLD void *alloc_swap_sorted(struct bin *b, struct bin *f, size_t size)
+{
+	if (!class_swap(b, f))
+		return sm_alloc_slow(size); /* every object was another thread's */
+	return *--b->top;
+}
+
 void *sm_alloc_swap(struct bin *b, size_t size)
 {
 	struct bin *f = b + (offsetof(struct tcache, fbin) - offsetof(struct tcache, bin)) /
 				    sizeof(struct bin);
 	if (f->top == f->slots)
 		return sm_alloc_slow(size);
+	if (class_needs_sort(f)) /* out of line: this function keeps no stack frame */
+		return alloc_swap_sorted(b, f, size);
 	bin_swap(b, f);
 	return *--b->top;
 }
 
 /* The fastpaths call the slow halves last (a tail call), so __builtin_return_address(0) here
  * is, in an optimised build, the caller of malloc/free itself. */
-void *sm_alloc_slow(size_t size)
+__attribute__((noinline)) void *sm_alloc_slow(size_t size)
 {
 	if (unlikely(!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE)))
 		sm_init();
@@ -108,24 +117,13 @@ void sm_free_slow(void *p)
 			sm_fatal_in("double free", p, s->cache);
 		if (tc->state == T_NEW)
 			sm_thread_start(tc);
-		/* the fastpath's rule (fastpath.h), with the cache's own key and capacity: with
-		 * SLUBMALLOC_STATS=1 the bins' keys and rbin capacities send every free here */
+		/* the fastpath's push (fastpath.h), with the cache's own capacity: with
+		 * SLUBMALLOC_STATS=1 the slabs send every free here (slab.c) */
 		struct cache *c = s->cache;
 		uint32_t cap = tc->state == T_LIVE && s->cls < NCLASS ? c->cap : 0;
 		if (!cap) {
 			sm_count(c, EV_FREE_REMOTE, 1);
 			sm_free_to_slab(s, p);
-		} else if (__atomic_load_n(&page_desc(a)->owner, __ATOMIC_RELAXED) !=
-			   (c->size < 64 ? tc->id : 0)) {
-			struct bin *r = &tc->rbin[s->cls];
-			if (r->top != r->slots && r->top[-1] == p)
-				sm_fatal_in("double free", p, c);
-			if (bin_count(r) >= cap) {
-				sm_free_array(r->slots, bin_count(r));
-				r->top = r->slots;
-			}
-			*r->top++ = p;
-			sm_count(c, EV_FREE_REMOTE, 1);
 		} else {
 			if (bin_count(b) >= cap)
 				sm_flush(tc, s->cls);

@@ -11,10 +11,11 @@
  *                                                                                 counters}
  *   A thread keeps for class c two stacks of objects (its "sheaves"): malloc pops bin[c], free
  *   pushes fbin[c]; each holds objects of any slabs of c, at most cap of them. When bin[c]
- *   runs dry the two arrays swap (bin_swap); when fbin[c] fills they swap if bin[c] is empty,
- *   else fbin[c]'s older half goes back, grouped by slab (sm_flush). Excepted: in classes below
- *   a cache line, objects of slabs another thread froze last (slab->owner != fbin.key) wait in
- *   rbin[c] and go back to their slabs when it fills, so a thread never reuses a small object
+ *   runs dry the two arrays swap (class_swap); when fbin[c] fills they swap if bin[c] is
+ *   empty, else fbin[c]'s older half goes back, grouped by slab (sm_flush). Excepted: in
+ *   classes below a cache line, once a second thread has a cache, each swap first moves
+ *   fbin[c]'s objects of slabs another thread froze last (slab->owner != fbin.key) to rbin[c],
+ *   whence they go back to their slabs when it fills, so a thread never reuses a small object
  *   next to ones another thread writes (passive false sharing). Objects in a bin or a spill
  *   chain count as "in use" for their slabs. An empty bin with an empty fbin is refilled from
  *   the active slab: its spill, its shared freelist (take-all), its untouched objects (carve).
@@ -47,9 +48,13 @@
  *   cache state also by a thread destroying that cache, once the owner is quiet (typed.c);
  *   the orphan tcaches (alloc.c, typed.c) under their locks. Other threads' statistics read
  *   bin tops with relaxed loads, as a snapshot (stats.c). Slot memory: a pool, block_lock.
- *   slab line 0: fixed at creation (tail pages get copies), but for owner (every page),
- *   written by the thread that freezes the slab and read by any thread with relaxed atomics
- *   (a stale value only picks a bin: fbin or rbin). Line 1 past the word: carved by the
+ *   slab line 0: fixed at creation (tail pages get copies; start last, and cleared first at
+ *   release: struct slab), but for owner (every page), written by the thread that freezes the
+ *   slab and read by any thread with relaxed atomics (class_swap: a stale value only keeps an
+ *   object or sends it to the rbin). sm_subline_shared: relaxed atomics, set by the second
+ *   thread's setup, before that thread allocates: a thread holding another's object got it
+ *   later, so its loads see the flag. Line 1 past the word:
+ *   carved by the
  *   freezing owner; freezer (head) by the freezing thread, read relaxed (a stale value only
  *   picks the depot or the slab).
  *   slab->word: cas16 only. next/prev/on_partial, cache partial/nr_*: under the cache lock
@@ -290,11 +295,47 @@ static uint32_t take_spill(struct cache *c, struct src *src, void **out, uint32_
 	return k;
 }
 
+/* ---- other threads' sub-line objects (class_swap, internal.h) ---- */
+int sm_subline_shared; /* set when a second thread gets a cache (sm_thread_setup) */
+
+/* f (a sub-line fbin, f->key the thread's id) is about to become malloc's stack: its objects
+ * of slabs another thread froze last go to the rbin (sent back to their slabs when it is full
+ * or closed), the others keep their order. */
+void sm_sort_foreign(struct bin *f)
+{
+	struct bin *r = f + (offsetof(struct tcache, rbin) - offsetof(struct tcache, fbin)) /
+				    sizeof(struct bin);
+	void **keep = f->slots;
+	uintptr_t page = 1; /* the last object's page (1: none yet) and whether it is ours */
+	bool ours = false;
+	for (void **o = f->slots; o != f->top; o++) {
+		uintptr_t a = (uintptr_t)*o;
+		if ((a ^ page) >> SPAGE_SHIFT) { /* one slab's objects often come in a row */
+			page = a;
+			ours = __atomic_load_n(&page_desc(a)->owner, __ATOMIC_RELAXED) == f->key;
+		}
+		if (ours) {
+			*keep++ = *o;
+			continue;
+		}
+		if (r->top == r->lim) { /* full (or closed: SLUBMALLOC_STATS=1) */
+			sm_free_array(r->slots, bin_count(r));
+			r->top = r->slots;
+			if (r->top == r->lim) {
+				sm_free_array(o, 1);
+				continue;
+			}
+		}
+		*r->top++ = *o;
+	}
+	f->top = keep;
+}
+
 /* Put between 1 and want objects of c into out[], from one source, in this order: the spill
  * chain, the active slab's shared freelist (take-all), its untouched objects (carve, running
  * the ctor on them), a partial slab, a new slab. Returns how many; 0 only when memory is
  * exhausted (ENOMEM). src is the calling thread's for c, owner its id: a slab it
- * freezes records it (for objects smaller than a cache line; see fastpath.h). */
+ * freezes records it (for objects smaller than a cache line; see class_swap). */
 uint32_t sm_fill(struct cache *c, uint16_t owner, struct src *src, void **out, uint32_t want)
 {
 	uint32_t n;
@@ -329,7 +370,7 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct src *src, void **out, u
 	}
 }
 
-/* The thread's bin for cls and its free stack are empty (the caller tried bin_swap; the
+/* The thread's bin for cls and its free stack are empty (the caller tried class_swap; the
  * orphan's frees never reach its free stack): fill half of the bin. One object for the
  * caller, or NULL. */
 void *sm_refill(struct tcache *tc, unsigned cls)
@@ -363,7 +404,7 @@ size_t sm_take_n(struct cache *c, uint16_t owner, struct bin *b, struct bin *f, 
 		sm_copy_ptrs(out + got, b->top, k);
 		if ((got += k) == n)
 			return n;
-		if (f && bin_swap(b, f)) /* the free stack's objects next */
+		if (f && class_swap(b, f)) /* the free stack's objects next (typed: key 0) */
 			continue;
 		uint32_t cap = bin_cap(b);
 		if (n - got < cap) { /* refill the bin by half and go round */
@@ -453,7 +494,7 @@ void sm_flush(struct tcache *tc, unsigned cls)
 	struct bin *b = &tc->fbin[cls];
 	if (tc->bin[cls].top == tc->bin[cls].slots) { /* malloc's stack is empty: these
 							      * objects become it */
-		bin_swap(&tc->bin[cls], b);
+		class_swap(&tc->bin[cls], b);
 		return;
 	}
 	uint32_t count = bin_count(b), n = count / 2 ? count / 2 : count;
@@ -519,7 +560,10 @@ void sm_thread_setup(struct tcache *tc)
 	}
 	tc->block = blk;
 	static uint32_t next_id;
-	tc->id = (uint16_t)(__atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED) % 65534 + 1);
+	uint32_t serial = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
+	tc->id = (uint16_t)(serial % 65534 + 1);
+	if (serial && !__atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED))
+		__atomic_store_n(&sm_subline_shared, 1, __ATOMIC_RELAXED); /* a second thread */
 	tc->trim_gen = __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED);
 	for (unsigned i = 0; i < NCLASS; i++) {
 		struct bin *bins[3] = {&tc->bin[i], &tc->fbin[i], &tc->rbin[i]};
@@ -528,12 +572,10 @@ void sm_thread_setup(struct tcache *tc)
 			/* a debug cache has no bins: its calls all take the slow path */
 			bin_init(bins[k], blk + 1, sm_g.caches[i].debug ? 0 : sm_g.caches[i].cap);
 			bins[k]->key = sm_g.caches[i].size < 64 ? tc->id : 0;
-			if (sm_opt.stats) { /* every free to the counted slow path (KEY_NONE: via
-					     * the rbin, no room); malloc's fastpath stays as it is */
-				bins[k]->key = KEY_NONE;
-				if (k == 2)
-					bin_close(bins[k]);
-			}
+			if (sm_opt.stats && k == 2) /* every free to the counted slow path: the
+						     * slabs point free() at the rbin (slab.c),
+						     * with no room; malloc's fastpath stays */
+				bin_close(bins[k]);
 			blk += sm_g.caches[i].cap + 1;
 		}
 	}

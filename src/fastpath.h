@@ -2,16 +2,17 @@
  *   malloc(n)  -> sm_alloc_fast: bin = the thread's tcache + sm_bin_at[(n-1)/16]; pop it (the
  *                 allocation stack)
  *                 -> empty: sm_alloc_swap: the free stack's objects become the bin
+ *                    (class_swap: in classes below a cache line, objects of slabs another
+ *                    thread owns go to the rbin first: reusing one here would make two
+ *                    threads write one line, passive false sharing; the rbin is never
+ *                    allocated from, only sent back)
  *                 -> both empty (or n 0 or > MAX_SMALL, or thread not set up): sm_alloc_slow
  *                    (alloc.c)
  *                      -> sm_refill (cache.c): the free stack (swap) / spill / take-all /
  *                         carve / partial / new slab
  *   free(p)    -> sm_free_fast: region byte, page descriptor, object check; push p on the
  *                 thread's fbin (free stack) of the slab's class (thread pointer +
- *                 slab->fbtp), or, for an object smaller than a cache line from another
- *                 thread's slab (slab->owner != bin key), on its rbin: reusing it here would
- *                 make two threads write one line (passive false sharing); the rbin is never
- *                 allocated from, only sent back
+ *                 slab->fbtp), whichever thread's slab it is from
  *                 -> not ours, fbin full, p already on top, thread not set up: sm_free_slow
  *                      -> sm_flush: swap with an empty bin, or sm_free_array ->
  *                         sm_push_chain (one cas16 per slab)
@@ -43,8 +44,7 @@ static inline void sm_free_fast(void *p)
 	if (likely(region_is_ours(a))) {
 		struct slab *s = page_desc(a);
 		if (likely(is_object(s, a))) {
-			struct bin *b = fbin_of(s); /* fbin, or rbin: another thread's sub-line
-						     * object */
+			struct bin *b = fbin_of(s);
 			if (likely(bin_push(b, p)))
 				return;
 		}

@@ -132,8 +132,8 @@ struct bin {
 	void **lim;      /* slots + capacity: free's fastpath pushes while top < lim; equal to
 			  * slots (no room) until the thread is set up, and again after it exits */
 	void **slots;    /* slots[-1] is a NULL guard (the double-free check reads it) */
-	uint16_t key;    /* free() pushes here objects whose slab->owner equals it: the thread's
-			  * id in classes below a cache line, 0 (every slab's owner) above */
+	uint16_t key;    /* classes below a cache line: the thread's id (class_swap sends
+			  * objects of slabs another thread owns to the rbin); 0 otherwise */
 };
 
 static inline uint32_t bin_count(const struct bin *b)
@@ -188,15 +188,17 @@ static inline bool bin_swap(struct bin *a, struct bin *f)
 }
 
 enum tstate { T_NEW = 0, T_LIVE = 1, T_DEAD = 2 };
-#define KEY_NONE 0xffff /* a bin key no slab owner has (thread ids are 1..65534) */
 
 struct tcache {
 	struct bin bin[NCLASS + 1];   /* malloc's fastpath pops here only */
-	struct bin fbin[NCLASS + 1];  /* free's fastpath pushes here (or to rbin); fbin[NCLASS]
-				       * stays empty (cap 0): typed objects (cls NCLASS) take
-				       * free()'s slow path */
-	struct bin rbin[NCLASS + 1];  /* frees of other threads' sub-line objects, never reused
-				       * here (no passive false sharing), sent back in batches */
+	struct bin fbin[NCLASS + 1];  /* free's fastpath pushes here; fbin[NCLASS] stays empty
+				       * (cap 0): typed objects (cls NCLASS) take free()'s slow
+				       * path */
+	struct bin rbin[NCLASS + 1];  /* other threads' sub-line objects, moved here from fbin
+				       * when it becomes bin (class_swap), never reused here (no
+				       * passive false sharing), sent back in batches; closed (no
+				       * room) with SLUBMALLOC_STATS=1, where free's slabs point
+				       * free() here, to its counted slow path (slab.c) */
 	struct src src[NCLASS];       /* slowpath: what refills come from */
 	void **block;                 /* the memory of the size classes' slots arrays */
 	uint32_t state;               /* enum tstate */
@@ -215,16 +217,33 @@ struct tcache {
 	uint64_t trim_gen;               /* the last malloc_trim this thread has drained for */
 };
 
-/* free()'s bin for an object of s in the calling thread: fbin[s->cls], or rbin[s->cls] when
- * the object is smaller than a cache line and s was frozen last by another thread (s->owner !=
- * the key). */
+/* free()'s bin for an object of s in the calling thread: fbin[s->cls] (rbin[s->cls], closed,
+ * with SLUBMALLOC_STATS=1). No owner check here: class_swap makes it when the objects would be
+ * reused. */
 static inline struct bin *fbin_of(const struct slab *s)
 {
-	struct bin *b = (struct bin *)(void *)(thread_pointer() + s->fbtp);
-	if (unlikely(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != b->key))
-		b += offsetof(struct tcache, rbin) / sizeof(struct bin) -
-		     offsetof(struct tcache, fbin) / sizeof(struct bin);
-	return b;
+	return (struct bin *)(void *)(thread_pointer() + s->fbtp);
+}
+
+/* Whether objects of slabs another thread froze may be on a thread's sub-line fbins: set once
+ * a second thread gets a cache (cache.c, sm_thread_setup). Until then class_swap has nothing
+ * to sort: a single-threaded program never pays for it. */
+extern int sm_subline_shared;
+void sm_sort_foreign(struct bin *f); /* cache.c: class_swap's sorting, out of line */
+
+/* bin_swap for a size class's stacks b (malloc's) and f = fbin (the only way f's objects become
+ * allocatable): in classes below a cache line, f's objects of slabs another thread froze last
+ * (slab->owner != f->key) first go to the rbin, so a thread never reuses a small object next
+ * to ones another thread writes (passive false sharing). Returns whether b has objects now. */
+static inline bool class_needs_sort(const struct bin *f)
+{
+	return unlikely(f->key) && unlikely(__atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED));
+}
+static inline bool class_swap(struct bin *b, struct bin *f)
+{
+	if (class_needs_sort(f))
+		sm_sort_foreign(f);
+	return bin_swap(b, f);
 }
 
 /* Run-time options (options.c): defaults, then the environment, read once at init. */
@@ -497,8 +516,8 @@ enum sm_event {
 	EV_ALLOC_SLOW,      /* malloc found its bin empty and refilled it */
 	EV_REFILL_TAKEALL,  /* a refill took the active slab's whole shared freelist (one cas16) */
 	EV_FREE_FAST,       /* free pushed the object onto the thread's own bin */
-	EV_FREE_REMOTE,     /* free of another thread's sub-line object (rbin), or straight to
-			     * its slab (a thread without a cache, a typed object) */
+	EV_FREE_REMOTE,     /* free straight to the object's slab (a thread without a cache, a
+			     * typed object) */
 	EV_CAS_RETRY,       /* a cas16 on a slab's word failed and was retried */
 	EV_SLAB_NEW,
 	EV_SLAB_FREE,

@@ -61,7 +61,10 @@ struct slab *sm_slab_new(struct cache *c)
 	s->objects = c->objects;
 	s->qbad = ~below | ((1ULL << c->shift) - 1);
 	s->cls = (uint8_t)c->cls;
-	s->fbtp = ((char *)&sm_tc.fbin[c->cls] - thread_pointer());
+	/* free()'s bin: fbin; with SLUBMALLOC_STATS=1 the rbin, which has no room there, so every
+	 * free takes the slow path, where it is counted */
+	s->fbtp = (char *)(sm_opt.stats ? &sm_tc.rbin[c->cls] : &sm_tc.fbin[c->cls]) -
+		  thread_pointer();
 	s->carved = 0;
 	for (unsigned i = 1; i < s->pages; i++) { /* the read-only fields, for page_desc() */
 		s[i].cache = c;

@@ -2,7 +2,7 @@
  * thread, with plain increments, only when SLUBMALLOC_STATS=1 (struct sm_tstats, mapped at
  * thread start), and summed only when read; a thread that exits adds its counters to the
  * global ones (atomics) first. Every counting site is on a slow path: with the option set, the
- * bins' keys make every free take the slow path (cache.c, sm_thread_setup) and the class table
+ * slabs point free() at a bin with no room (slab.c, cache.c) and the class table
  * every malloc (sizeclass.c), where each is counted: the fastpaths' code is the same with the
  * option set or not, and costs nothing more.
  * The figures of slabs and objects are read from the slabs' own words and the thread caches'

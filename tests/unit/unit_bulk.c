@@ -704,6 +704,58 @@ static void case_short_arrays(void)
 	free_bulk(N, v); /* every object is allocated again */
 }
 
+/* Passive false sharing: objects smaller than a cache line that another thread allocated (from
+ * its slabs) and this thread freed are not handed out again by this thread, which allocates
+ * from slabs of its own; larger objects are reused. The worker frees the main thread's
+ * objects, allocates as many of the same size and counts the ones it got back. */
+enum { PFS_N = 200 };
+struct pfs {
+	size_t size;
+	void *v[PFS_N];
+};
+
+static void *pfs_worker(void *arg)
+{
+	struct pfs *a = arg;
+	void *mine[PFS_N];
+	for (size_t i = 0; i < PFS_N; i++)
+		free(a->v[i]);
+	for (size_t i = 0; i < PFS_N; i++)
+		mine[i] = malloc(a->size);
+	size_t reused = 0;
+	for (size_t i = 0; i < PFS_N; i++) {
+		for (size_t j = 0; j < PFS_N; j++)
+			reused += mine[i] == a->v[j];
+		free(mine[i]);
+	}
+	return (void *)reused;
+}
+
+static size_t pfs_reused(size_t size)
+{
+	struct pfs a = {.size = size};
+	for (size_t i = 0; i < PFS_N; i++)
+		CHECK((a.v[i] = malloc(size)), "malloc(%zu)", size);
+	pthread_t t;
+	void *reused;
+	CHECK(pthread_create(&t, NULL, pfs_worker, &a) == 0, "pthread_create");
+	CHECK(pthread_join(t, &reused) == 0, "pthread_join");
+	return (size_t)reused;
+}
+
+static void case_small_not_reused(void)
+{
+	static const size_t small[] = {8, 16, 32, 48};
+	for (size_t k = 0; k < sizeof small / sizeof small[0]; k++) {
+		size_t n = pfs_reused(small[k]);
+		CHECK(n == 0, "a thread reused %zu of %d objects of %zu bytes that another thread "
+		      "allocated (passive false sharing)", n, PFS_N, small[k]);
+	}
+	size_t n = pfs_reused(64);
+	CHECK(n == PFS_N, "a thread reused %zu of %d freed 64-byte objects of another thread "
+	      "(want all: larger objects are reused)", n, PFS_N);
+}
+
 static void case_invalid_positions(void)
 {
 	static const size_t lens[] = {1, 2, 3, 4, 5, 8, 9, 16, 33};
@@ -865,6 +917,7 @@ int main(int argc, char **argv)
 		{"invalid_reported", case_invalid_reported},
 		{"invalid_positions", case_invalid_positions},
 		{"short_arrays", case_short_arrays},
+		{"small_not_reused", case_small_not_reused},
 		{"random_vs_single", case_random_vs_single},
 	};
 	int failed = run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);
