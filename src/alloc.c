@@ -61,11 +61,7 @@ static void *alloc_class(unsigned cls, size_t req, void *caller)
 	return p;
 }
 
-/* malloc's bin is empty and its free stack has objects: they become the bin (the two arrays
- * swap) and malloc takes the top one; else the slow path. Kept apart from sm_alloc_slow and
- * short: a malloc/free loop over more objects than a bin holds comes here once per round
- * (with the swap inside sm_alloc_slow, 250 mallocs then 250 frees took about 1 TSC cycle
- * more per malloc on the 2-core VM). */
+/* sm_alloc_swap's way when the free stack needs sorting first (class_swap). */
 static SM_COLD void *alloc_swap_sorted(struct bin *b, struct bin *f, size_t size)
 {
 	if (!class_swap(b, f))
@@ -73,6 +69,11 @@ static SM_COLD void *alloc_swap_sorted(struct bin *b, struct bin *f, size_t size
 	return *--b->top;
 }
 
+/* malloc's bin is empty and its free stack has objects: they become the bin (the two arrays
+ * swap) and malloc takes the top one; else the slow path. Kept apart from sm_alloc_slow and
+ * short: a malloc/free loop over more objects than a bin holds comes here once per round
+ * (with the swap inside sm_alloc_slow, 250 mallocs then 250 frees took about 1 TSC cycle
+ * more per malloc on the 2-core VM). */
 void *sm_alloc_swap(struct bin *b, size_t size)
 {
 	struct bin *f = b + (offsetof(struct tcache, fbin) - offsetof(struct tcache, bin)) /

@@ -253,15 +253,8 @@ static inline bool short_run(size_t n, void **ptrs)
 	void **t = b->top;
 	if (unlikely(b->lim - t < (ptrdiff_t)n))
 		return false;
-	uintptr_t first = (uintptr_t)ptrs[0], lo = (uintptr_t)d->start;
-	uint64_t inv = d->inv, qbad = d->qbad;
-	if (unlikely(ptrs[0] == t[-1])) /* an object (run_start): unlike the bin's top? */
+	if (unlikely(!short_run_ok(d, ptrs, n, t[-1]))) /* the first passed run_start */
 		return false;
-	for (size_t i = 1; i < n; i++) {
-		void *p = ptrs[i];
-		if (unlikely(!is_object_near((uintptr_t)p, first, lo, inv, qbad) || p == ptrs[i - 1]))
-			return false;
-	}
 	copy_ptrs(t, ptrs, n); /* all checked: one push */
 	b->top = t + n;
 	return true;

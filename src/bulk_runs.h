@@ -13,7 +13,7 @@
  * A run is a stretch of pointers into one slab, checked against the descriptor d of the first
  * one's page, whose read-only fields are read once per run. run_start (bulk.c) checks the
  * first pointer as free() does (ours, an object: a page of no slab fails it, so d is a slab's
- * and its objects >= 1) and picks the bin, free()'s choice (owner check), once per run; then
+ * and its objects >= 1) and picks the bin, free()'s choice, once per run; then
  * every pointer of the run, the first again, is checked:
  *   - is_object_of()'s test (exact for any address: inside the slab and on an object
  *     boundary);

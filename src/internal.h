@@ -349,13 +349,22 @@ static inline uint32_t slab_index(const struct slab *s, uintptr_t a)
 		return UINT32_MAX;
 	return (uint32_t)(q >> s->shift);
 }
-/* Whether a is the start of an object in the page of `first`, whose own descriptor d gave lo
- * (d->start), inv and qbad: is_object()'s one test, exact there, with d's fields held in
- * registers (the short bulk frees, which store to a bin between the checks). */
-static inline bool is_object_near(uintptr_t a, uintptr_t first, uintptr_t lo, uint64_t inv,
-				  uint64_t qbad)
+/* Whether the n pointers at ptrs (n = 2 or 3: the short bulk frees) may go on a bin as one
+ * push: each unlike the one before it (the first unlike top, the bin's top) and, after the
+ * first (which the caller checked as free() does, finding d, its page's descriptor), an object
+ * in the first one's page, where is_object()'s one test is exact. */
+static inline bool short_run_ok(const struct slab *d, void *const *ptrs, size_t n, void *top)
 {
-	return !(((a ^ first) >> SPAGE_SHIFT) | (((a - lo) * inv) & qbad));
+	uintptr_t first = (uintptr_t)ptrs[0], lo = (uintptr_t)d->start;
+	uint64_t inv = d->inv, qbad = d->qbad;
+	if (ptrs[0] == top)
+		return false;
+	for (size_t i = 1; i < n; i++) {
+		uintptr_t a = (uintptr_t)ptrs[i];
+		if (((a ^ first) >> SPAGE_SHIFT) | (((a - lo) * inv) & qbad) || ptrs[i] == ptrs[i - 1])
+			return false;
+	}
+	return true;
 }
 /* Whether a (any address) is the start of an object of s. */
 static inline bool is_object_of(const struct slab *s, uintptr_t a)

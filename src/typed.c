@@ -454,10 +454,10 @@ static __attribute__((noinline)) void free_bulk_n(struct cache *c, size_t n, voi
 }
 
 /* Two or three pointers (SHORT_BULK, config.h) in one call's time: the first passes free()'s
- * checks and is c's, the others are objects in its page, then one enter, and one push of them
- * all when the bin serves c, has room, and none equals the pointer before it (the first: the
- * bin's top). Returns false, nothing freed, when that is not so (a NULL among them too): the
- * caller frees them one by one. */
+ * checks and is c's, then one enter, and one push of them all when the bin serves c, has room
+ * and short_run_ok (the others in the first one's page, no pointer twice in a row). Returns
+ * false, nothing freed, when that is not so (a NULL among them too): the caller frees them
+ * one by one. */
 static inline bool free_short(struct cache *c, size_t n, void **ptrs)
 {
 	uintptr_t first = (uintptr_t)ptrs[0];
@@ -465,31 +465,19 @@ static inline bool free_short(struct cache *c, size_t n, void **ptrs)
 	if (unlikely(!region_is_ours(first) || !is_object(d = page_desc(first), first) ||
 		     d->cache != c))
 		return false;
-	uintptr_t lo = (uintptr_t)d->start;
-	uint64_t inv = d->inv, qbad = d->qbad;
-	for (size_t i = 1; i < n; i++)
-		if (unlikely(!is_object_near((uintptr_t)ptrs[i], first, lo, inv, qbad)))
-			return false;
 	struct tcache *tc = &sm_tc;
 	unsigned id = c->id;
 	struct bin *b = &tc->tfbin[id];
 	enter(tc, c);
 	void **t = b->top;
-	if (unlikely(!serves(tc, c, id) || b->lim - t < (ptrdiff_t)n))
-		goto fail;
-	void *prev = t[-1];
-	for (size_t i = 0; i < n; i++) {
-		void *p = ptrs[i];
-		if (unlikely(p == prev))
-			goto fail;
-		t[i] = prev = p; /* above the top until the end: no object of the bin yet */
+	bool ok = serves(tc, c, id) && b->lim - t >= (ptrdiff_t)n &&
+		  short_run_ok(d, ptrs, n, t[-1]);
+	if (likely(ok)) {
+		copy_ptrs(t, ptrs, n); /* one push */
+		b->top = t + n;
 	}
-	b->top = t + n;
 	leave(tc);
-	return true;
-fail:
-	leave(tc);
-	return false;
+	return ok;
 }
 
 /* free_short's way out: one by one, each reported or flushed as the single call would. */

@@ -609,6 +609,18 @@ static void free_again(void *p)
 	free_bulk(1, &p);
 }
 
+/* p again, first of a short array (then a live object): free_bulk of 2 and of 3 */
+static void free_again_2(void *p)
+{
+	void *v[2] = {p, malloc(64)};
+	free_bulk(2, v);
+}
+static void free_again_3(void *p)
+{
+	void *v[3] = {p, malloc(64), malloc(64)};
+	free_bulk(3, v);
+}
+
 static void bad_foreign(void *arg)
 {
 	(void)arg;
@@ -768,6 +780,10 @@ static void case_invalid_positions(void)
 	CHECK(malloc_bulk(64, 8, v) == 8, "malloc_bulk");
 	free_bulk(8, v);
 	expect_report(free_again, v[7], "free_bulk(1) of the last pointer of the call before");
+	expect_report(free_again_2, v[7], "free_bulk(2) starting with the last pointer of the call "
+		      "before");
+	expect_report(free_again_3, v[7], "free_bulk(3) starting with the last pointer of the call "
+		      "before");
 }
 
 static void case_invalid_reported(void)

@@ -344,6 +344,22 @@ static void wrong_bulk(void *arg)
 	slub_cache_free_bulk(b, 6, v);
 }
 
+/* The last pointer of one slub_cache_free_bulk again, first of a short array (2 or 3: *arg)
+ * in the next call: a double free, the bin's top. */
+static void again_short(void *arg)
+{
+	size_t n = *(const size_t *)arg;
+	struct slub_cache *a = slub_cache_create("again-short", 64, 0, 0, NULL);
+	CHECK(a, "create");
+	void *v[8], *w[3];
+	CHECK(slub_cache_alloc_bulk(a, 8, v) == 8, "alloc_bulk");
+	slub_cache_free_bulk(a, 8, v);
+	w[0] = v[7];
+	for (size_t i = 1; i < n; i++)
+		CHECK((w[i] = slub_cache_alloc(a)), "alloc");
+	slub_cache_free_bulk(a, n, w);
+}
+
 static void wrong_stack(void *arg)
 {
 	(void)arg;
@@ -433,6 +449,11 @@ static void case_wrong_cache(void)
 	expect_report(wrong_single, NULL, "slub_cache_free of another cache's object");
 	expect_report(wrong_malloc_obj, NULL, "slub_cache_free of a malloc object");
 	expect_report(wrong_bulk, NULL, "slub_cache_free_bulk with another cache's object");
+	static const size_t two = 2, three = 3;
+	expect_report(again_short, (void *)&two,
+		      "slub_cache_free_bulk(2) starting with the last pointer of the call before");
+	expect_report(again_short, (void *)&three,
+		      "slub_cache_free_bulk(3) starting with the last pointer of the call before");
 	expect_report(wrong_stack, NULL, "slub_cache_free of a stack address");
 }
 
