@@ -15,7 +15,7 @@
  * first pointer as free() does (ours, an object: a page of no slab fails it, so d is a slab's
  * and its objects >= 1) and picks the bin, free()'s choice, once per run; then
  * every pointer of the run, the first again, is checked:
- *   - is_object_of()'s test (exact for any address: inside the slab and on an object
+ *   - slab_index()'s test (exact for any address: inside the slab and on an object
  *     boundary);
  *   - a pointer equal to the one before it (for the first, the bin's top: slots[-1] is a NULL
  *     guard) is a double free;
@@ -145,7 +145,7 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 #endif
 		for (; src != stop; src++) {
 			void *o = *src;
-			uint64_t q = ((uintptr_t)o - lo) * inv; /* is_object_of(), d's fields hoisted */
+			uint64_t q = ((uintptr_t)o - lo) * inv; /* slab_index(), d's fields hoisted */
 			if ((q & qbad) || (q >> k) >= objects || o == top)
 				break;
 			*dst++ = top = o;

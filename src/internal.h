@@ -231,14 +231,15 @@ static inline struct bin *fbin_of(const struct slab *s)
 extern int sm_subline_shared;
 void sm_sort_foreign(struct bin *f); /* cache.c: class_swap's sorting, out of line */
 
-/* bin_swap for a size class's stacks b (malloc's) and f = fbin (the only way f's objects become
- * allocatable): in classes below a cache line, f's objects of slabs another thread froze last
- * (slab->owner != f->key) first go to the rbin, so a thread never reuses a small object next
- * to ones another thread writes (passive false sharing). Returns whether b has objects now. */
+/* Whether fbin f must be sorted before its objects become allocatable (class_swap). */
 static inline bool class_needs_sort(const struct bin *f)
 {
 	return unlikely(f->key) && unlikely(__atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED));
 }
+/* bin_swap for a size class's stacks b (malloc's) and f = fbin (the only way f's objects become
+ * allocatable): in classes below a cache line, f's objects of slabs another thread froze last
+ * (slab->owner != f->key) first go to the rbin, so a thread never reuses a small object next
+ * to ones another thread writes (passive false sharing). Returns whether b has objects now. */
 static inline bool class_swap(struct bin *b, struct bin *f)
 {
 	if (class_needs_sort(f))
@@ -365,11 +366,6 @@ static inline bool short_run_ok(const struct slab *d, void *const *ptrs, size_t 
 			return false;
 	}
 	return true;
-}
-/* Whether a (any address) is the start of an object of s. */
-static inline bool is_object_of(const struct slab *s, uintptr_t a)
-{
-	return slab_index(s, a) != UINT32_MAX;
 }
 /* The region and the first byte of the page that descriptor d describes. */
 static inline struct region *desc_region(const struct slab *d)
