@@ -53,10 +53,9 @@
  *   slab and read by any thread with relaxed atomics (class_swap: a stale value only keeps an
  *   object or sends it to the rbin). sm_subline_shared: relaxed atomics, set by the second
  *   thread's setup, before that thread allocates: a thread holding another's object got it
- *   later, so its loads see the flag. Line 1 past the word:
- *   carved by the
- *   freezing owner; freezer (head) by the freezing thread, read relaxed (a stale value only
- *   picks the depot or the slab).
+ *   later, so its loads see the flag. Line 1 past the word: carved by the freezing owner;
+ *   freezer (head) by the freezing thread, read relaxed (a stale value only picks the depot
+ *   or the slab).
  *   slab->word: cas16 only. next/prev/on_partial, cache partial/nr_*: under the cache lock
  *   (partial is also peeked without it, relaxed, and checked again under it).
  *   region free_mask/dirty_mask/map/list: under the page lock (region.c).
