@@ -9,7 +9,10 @@
  * processes (the same program, the same way of loading the allocator, a new process per pass
  * for each), not with this process's loop, which runs between the bulk and typed-cache loops
  * and in one process only (one process's figures can sit 10-20% off another's: the placement
- * of its arrays).
+ * of its arrays). The helper is built like this project, with -fno-plt (malloc called through
+ * the GOT); bench/bulk_fallback_plt, the same source built with PLT calls (as Debian builds
+ * programs), runs under mimalloc and slubmalloc too, and a reference line compares those two:
+ * the call form moves both allocators' figures, and not alike.
  * The header gives the CPU model and the TSC frequency (rdtsc over ~100 ms of
  * CLOCK_MONOTONIC); the closing lines check the issue's targets; RESULT lines follow.
  * Pinned to one CPU. PASSES passes, each: REPS runs of every column in this process (about
@@ -28,6 +31,8 @@
 #include "slubmalloc.h"
 
 extern char **environ;
+#define NPEER 5 /* helper runs per pass: mimalloc, jemalloc, slubmalloc; then, PLT-built,
+		 * mimalloc and slubmalloc */
 
 #define MAX_REPS 64
 #define MAX_PASSES 16
@@ -125,7 +130,7 @@ static const char *where_is(const char *sym_name)
 
 /* ---- the peers: bench/bulk_fallback under LD_PRELOAD, as a child process ---- */
 struct peer {
-	const char *name, *env, *lib;
+	const char *name, *lib, *helper; /* helper: bulk_fallback or bulk_fallback_plt */
 	char allocator[512];
 	int ok;
 	struct cost c[BULK_NN];
@@ -202,16 +207,17 @@ static int run_peer(struct peer *pr, const char *helper, size_t size, size_t obj
 	return got == BULK_NN && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
-static void helper_path(char *out, size_t cap)
+/* The helper program `name`, next to this one. */
+static void helper_path(char *out, size_t cap, const char *name)
 {
 	ssize_t len = readlink("/proc/self/exe", out, cap - 32);
 	if (len <= 0) {
-		snprintf(out, cap, "./bulk_fallback");
+		snprintf(out, cap, "./%s", name);
 		return;
 	}
 	out[len] = 0;
 	char *slash = strrchr(out, '/');
-	strcpy(slash ? slash + 1 : out, "bulk_fallback");
+	strcpy(slash ? slash + 1 : out, name);
 }
 
 /* ---- output ---- */
@@ -332,21 +338,27 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* the peers, and the control: the helper under slubmalloc itself, which should match the
-	 * in-process fallback (if it does not, the machine was busy while one of them ran) */
-	struct peer pr[3] = {
-		{"mimalloc", "BULK_MIMALLOC", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", "", 0, {{0, 0}}},
-		{"jemalloc", "BULK_JEMALLOC", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "", 0, {{0, 0}}},
-		{"slubmalloc", "", where_is("malloc"), "", 0, {{0, 0}}},
+	 * in-process fallback (if it does not, the machine was busy while one of them ran); then
+	 * mimalloc and slubmalloc under the helper built with PLT calls */
+	const char *mi_lib = "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", *ours = where_is("malloc");
+	const char *e = getenv("BULK_MIMALLOC");
+	if (e && *e)
+		mi_lib = e;
+	struct peer pr[NPEER] = {
+		{"mimalloc", mi_lib, "bulk_fallback", "", 0, {{0, 0}}},
+		{"jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "bulk_fallback", "", 0, {{0, 0}}},
+		{"slubmalloc", ours, "bulk_fallback", "", 0, {{0, 0}}},
+		{"mimalloc", mi_lib, "bulk_fallback_plt", "", 0, {{0, 0}}},
+		{"slubmalloc", ours, "bulk_fallback_plt", "", 0, {{0, 0}}},
 	};
-	for (int i = 0; i < 2; i++) {
-		const char *e = getenv(pr[i].env);
-		if (e && *e)
-			pr[i].lib = e;
-	}
-	char helper[4096];
-	helper_path(helper, sizeof helper);
-	static double ins[4][BULK_NN][2][MAX_REPS * MAX_PASSES], out[3][BULK_NN][2][MAX_PASSES];
-	unsigned peer_passes[3] = {0, 0, 0};
+	e = getenv("BULK_JEMALLOC");
+	if (e && *e)
+		pr[1].lib = e;
+	char helper[NPEER][4096];
+	for (int i = 0; i < NPEER; i++)
+		helper_path(helper[i], sizeof helper[i], pr[i].helper);
+	static double ins[4][BULK_NN][2][MAX_REPS * MAX_PASSES], out[NPEER][BULK_NN][2][MAX_PASSES];
+	unsigned peer_passes[NPEER] = {0};
 	for (unsigned pass = 0; pass < passes; pass++) {
 		for (size_t j = 0; j < BULK_NN; j++) {
 			size_t n = bulk_ns_list[j], loops = bulk_loops(objects, n);
@@ -364,8 +376,8 @@ int main(int argc, char **argv)
 				}
 			}
 		}
-		for (int i = 0; peers && i < 3; i++) {
-			if (!run_peer(&pr[i], helper, size, objects, reps))
+		for (int i = 0; peers && i < NPEER; i++) {
+			if (!run_peer(&pr[i], helper[i], size, objects, reps))
 				continue;
 			for (size_t j = 0; j < BULK_NN; j++) {
 				out[i][j][0][peer_passes[i]] = pr[i].c[j].cycles;
@@ -381,7 +393,7 @@ int main(int argc, char **argv)
 		for (size_t j = 0; j < BULK_NN; j++)
 			dst[k][j] = (struct cost){median(ins[k][j][0], reps * passes),
 						  median(ins[k][j][1], reps * passes)};
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NPEER; i++) {
 		pr[i].ok = peers && peer_passes[i] == passes;
 		for (size_t j = 0; pr[i].ok && j < BULK_NN; j++)
 			pr[i].c[j] = (struct cost){median(out[i][j][0], passes),
@@ -389,7 +401,8 @@ int main(int argc, char **argv)
 		if (!peers)
 			snprintf(pr[i].allocator, sizeof pr[i].allocator, "not run (-P)");
 		else if (!pr[i].ok && !pr[i].allocator[0])
-			snprintf(pr[i].allocator, sizeof pr[i].allocator, "%.480s: run failed", helper);
+			snprintf(pr[i].allocator, sizeof pr[i].allocator, "%.480s: run failed",
+				 helper[i]);
 		if (i < 2)
 			printf("peer %s: %s%s\n", pr[i].name, pr[i].allocator,
 			       pr[i].ok && !strstr(pr[i].allocator, pr[i].name) ? " (WARNING: not the peer)"
@@ -429,6 +442,11 @@ int main(int argc, char **argv)
 		compare_loops("  (for reference: this process's loop vs mimalloc's helper", fb,
 			      pr[0].c);
 		printf(")\n");
+		if (pr[3].ok && pr[4].ok) {
+			compare_loops("  (for reference: the helper built with PLT calls, Debian's "
+				      "default, ours vs mimalloc's", pr[4].c, pr[3].c);
+			printf(")\n");
+		}
 	} else {
 		printf("  fallback loop vs mimalloc's: not measured (%s)\n",
 		       pr[0].ok ? ctl.allocator : pr[0].allocator);
@@ -441,11 +459,12 @@ int main(int argc, char **argv)
 		       "bulk_cycles=%.2f bulk_ns=%.3f cache_fallback_cycles=%.2f cache_fallback_ns=%.3f "
 		       "cache_bulk_cycles=%.2f cache_bulk_ns=%.3f", size, n, fb[j].cycles, fb[j].ns,
 		       bk[j].cycles, bk[j].ns, cfb[j].cycles, cfb[j].ns, cbk[j].cycles, cbk[j].ns);
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < NPEER; i++) {
+			const char *tag = i == 2 ? "_helper" : i == 3 ? "_plt" : i == 4 ? "_plt_helper" : "";
 			if (pr[i].ok)
 				printf(" %s%s_fallback_cycles=%.2f %s%s_fallback_ns=%.3f", pr[i].name,
-				       i == 2 ? "_helper" : "", pr[i].c[j].cycles, pr[i].name,
-				       i == 2 ? "_helper" : "", pr[i].c[j].ns);
+				       tag, pr[i].c[j].cycles, pr[i].name, tag, pr[i].c[j].ns);
+		}
 		printf("\n");
 	}
 	return 0;
