@@ -459,11 +459,11 @@ int main(int argc, char **argv)
 		       "bulk_cycles=%.2f bulk_ns=%.3f cache_fallback_cycles=%.2f cache_fallback_ns=%.3f "
 		       "cache_bulk_cycles=%.2f cache_bulk_ns=%.3f", size, n, fb[j].cycles, fb[j].ns,
 		       bk[j].cycles, bk[j].ns, cfb[j].cycles, cfb[j].ns, cbk[j].cycles, cbk[j].ns);
+		static const char *const tag[NPEER] = {"", "", "_helper", "_plt", "_plt_helper"};
 		for (int i = 0; i < NPEER; i++) {
-			const char *tag = i == 2 ? "_helper" : i == 3 ? "_plt" : i == 4 ? "_plt_helper" : "";
 			if (pr[i].ok)
 				printf(" %s%s_fallback_cycles=%.2f %s%s_fallback_ns=%.3f", pr[i].name,
-				       tag, pr[i].c[j].cycles, pr[i].name, tag, pr[i].c[j].ns);
+				       tag[i], pr[i].c[j].cycles, pr[i].name, tag[i], pr[i].c[j].ns);
 		}
 		printf("\n");
 	}
