@@ -118,10 +118,10 @@ void sm_free_slow(void *p)
 			sm_fatal_in("double free", p, s->cache);
 		if (tc->state == T_NEW)
 			sm_thread_start(tc);
-		/* the fastpath's push (fastpath.h), with the cache's own capacity: with
+		/* the fastpath's push (fastpath.h), with the free stack's own room: with
 		 * SLUBMALLOC_STATS=1 the slabs send every free here (slab.c) */
 		struct cache *c = s->cache;
-		uint32_t cap = tc->state == T_LIVE && s->cls < NCLASS ? c->cap : 0;
+		uint32_t cap = tc->state == T_LIVE && s->cls < NCLASS ? bin_cap(b) : 0;
 		if (!cap) {
 			sm_count(c, EV_FREE_REMOTE, 1);
 			sm_free_to_slab(s, p);

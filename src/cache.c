@@ -10,11 +10,14 @@
  *   src[c].active ------------------------------------------------------> word = {freelist,
  *                                                                                 counters}
  *   A thread keeps for class c two stacks of objects (its "sheaves"): malloc pops bin[c], free
- *   pushes fbin[c]; each holds objects of any slabs of c, at most cap of them. When bin[c]
+ *   pushes fbin[c]; each holds objects of any slabs of c, at most cap of them (cap_grown once
+ *   fbin[c] has overflowed or c has refilled twice: both stacks grow then, once, until
+ *   malloc_trim). When bin[c]
  *   runs dry the two arrays swap (class_swap); when fbin[c] fills they swap if bin[c] is
- *   empty, else fbin[c]'s older half goes back, grouped by slab (sm_flush). Excepted: in
- *   classes below a cache line, once a second thread has a cache, each swap first moves
- *   fbin[c]'s objects of slabs another thread froze last (slab->owner != fbin.key) to rbin[c],
+ *   empty, else they grow, else fbin[c]'s older half goes back, grouped by slab (sm_flush).
+ *   Excepted: in classes below a cache line, once a second thread has a cache, each swap
+ *   first moves fbin[c]'s objects of slabs another thread froze last (slab->owner !=
+ *   fbin.key) to rbin[c],
  *   whence they go back to their slabs when it fills, so a thread never reuses a small object
  *   next to ones another thread writes (passive false sharing). Objects in a bin or a spill
  *   chain count as "in use" for their slabs. An empty bin with an empty fbin is refilled from
@@ -378,6 +381,9 @@ void *sm_refill(struct tcache *tc, unsigned cls)
 		sm_trim_self(tc);
 	struct bin *b = &tc->bin[cls];
 	struct cache *c = &sm_g.caches[cls];
+	if (++tc->src[cls].refills == 2 && bin_cap(b) == c->cap) /* not the first use: a
+								     * producer; larger refills */
+		sm_bins_resize(tc, cls, c->cap_grown);
 	uint32_t want = bin_cap(b) / 2 ? bin_cap(b) / 2 : 1, got = 0;
 	if (!tc->src[cls].spill) /* another thread's full bin first: no links to follow */
 		got = sm_depot_take(cls, b->slots, want);
@@ -483,7 +489,15 @@ void sm_free_array(void **v, size_t n)
 	detached_push(&d);
 }
 
-/* The bin of cls is full: send its older half back to the slabs. */
+/* Both stacks of cls get the room of cap slots (their arrays have cap_grown). */
+void sm_bins_resize(struct tcache *tc, unsigned cls, uint32_t cap)
+{
+	tc->bin[cls].lim = tc->bin[cls].slots + cap;
+	tc->fbin[cls].lim = tc->fbin[cls].slots + cap;
+}
+
+/* The free stack of cls is full: if malloc's stack is empty, they swap; if the class has not
+ * grown yet, both stacks grow to cap_grown; else the older half goes back to the slabs. */
 void sm_flush(struct tcache *tc, unsigned cls)
 {
 	if (unlikely(tc->trim_gen != __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED))) {
@@ -497,10 +511,14 @@ void sm_flush(struct tcache *tc, unsigned cls)
 		return;
 	}
 	uint32_t count = bin_count(b), n = count / 2 ? count / 2 : count;
+	if (count < sm_g.caches[cls].cap_grown) {
+		sm_bins_resize(tc, cls, sm_g.caches[cls].cap_grown);
+		return;
+	}
 	if (sm_g.caches[cls].size >= 64) {
 		/* objects of slabs another thread froze go to the depot, for a thread that
 		 * allocates them; this thread's own go back to their slabs, to be taken again */
-		void *others[TCACHE_MAX];
+		void *others[TCACHE_GROWN_MAX];
 		uint32_t k = 0, own = 0;
 		for (uint32_t i = 0; i < n; i++) {
 			void *o = b->slots[i];
@@ -527,7 +545,8 @@ static size_t block_words(void)
 {
 	size_t w = 0;
 	for (unsigned i = 0; i < NCLASS; i++)
-		w += 3 * (sm_g.caches[i].cap + 1); /* bin, fbin and rbin */
+		w += 2 * (sm_g.caches[i].cap_grown + 1) + sm_g.caches[i].cap + 1; /* bin, fbin
+										    * and rbin */
 	return w;
 }
 
@@ -575,7 +594,7 @@ void sm_thread_setup(struct tcache *tc)
 						     * slabs point free() at the rbin (slab.c),
 						     * with no room; malloc's fastpath stays */
 				bin_close(bins[k]);
-			blk += sm_g.caches[i].cap + 1;
+			blk += (k < 2 ? sm_g.caches[i].cap_grown : sm_g.caches[i].cap) + 1;
 		}
 	}
 	tc->state = T_LIVE;

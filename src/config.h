@@ -26,6 +26,14 @@
 #define TCACHE_MIN 4                            /* ... but at least this many objects */
 #define TCACHE_MIN_HUGE 2                       /* ... or this many, above 32 KiB */
 #define TCACHE_MAX 256                          /* ... and at most this many */
+#define TCACHE_GROWN_BYTES 32768                /* a class whose free stack overflows (a burst
+						 * of frees, a consumer) or that refills a
+						 * second time (a producer) caches this many
+						 * bytes from then on: fewer, larger flushes
+						 * and refills; a malloc/free loop, which only
+						 * swaps, keeps the smaller stacks and reuses
+						 * fewer lines */
+#define TCACHE_GROWN_MAX 512                    /* ... and at most this many objects */
 #define SHORT_BULK 4                            /* bulk frees of fewer pointers skip the runs
                                                  * (their setup costs more than it saves) */
 #define DEPOT_MAX 512                           /* objects a class's depot holds, at most

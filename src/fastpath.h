@@ -14,7 +14,7 @@
  *                 thread's fbin (free stack) of the slab's class (thread pointer +
  *                 slab->fbtp), whichever thread's slab it is from
  *                 -> not ours, fbin full, p already on top, thread not set up: sm_free_slow
- *                      -> sm_flush: swap with an empty bin, or sm_free_array ->
+ *                      -> sm_flush: swap with an empty bin, grow (once), or sm_free_array ->
  *                         sm_push_chain (one cas16 per slab)
  * Neither fastpath takes a lock, uses an atomic instruction or touches the object's memory.
  * A thread's struct tcache starts zeroed (no slots, no room), so its first malloc and first

@@ -92,6 +92,8 @@ _Static_assert(offsetof(struct region, slabs) == 0, "free() reads descriptors at
 struct src {
 	void *spill;          /* encoded chain */
 	uint32_t nspill;      /* objects on it (statistics read it from other threads) */
+	uint32_t refills;     /* sm_refill calls for this class since the thread began (or since
+			       * malloc_trim): the second grows the stacks (a producer) */
 	struct slab *active;  /* frozen for this thread */
 };
 
@@ -101,7 +103,9 @@ struct cache {
 	uint32_t size;         /* object size */
 	uint32_t objects;      /* objects per slab */
 	uint32_t pages;        /* slab pages per slab */
-	uint32_t cap;          /* thread cache slots (objects) */
+	uint32_t cap;          /* thread cache slots (objects) at first */
+	uint32_t cap_grown;    /* ... and once the class's free stack has overflowed, or it has
+				* refilled twice (>= cap; sm_flush, sm_refill) */
 	uint32_t fpoff;        /* where a free object keeps its free pointer (past a ctor's body) */
 	uint64_t inv;          /* slab_index's multiplier and rotation (struct slab) */
 	uint8_t shift;
@@ -422,7 +426,9 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct src *src, void **out, u
 void *sm_refill(struct tcache *tc, unsigned cls);
 size_t sm_take_n(struct cache *c, uint16_t owner, struct bin *b, struct bin *f, struct src *src,
 		 void **out, size_t n);
-void sm_flush(struct tcache *tc, unsigned cls);  /* fbin[cls] is full: swap, or older half back */
+void sm_flush(struct tcache *tc, unsigned cls);  /* fbin[cls] is full: swap, grow, or older
+						  * half back */
+void sm_bins_resize(struct tcache *tc, unsigned cls, uint32_t cap); /* bin and fbin's room */
 void sm_free_to_slab(struct slab *s, void *obj);  /* one object, any thread, no thread cache */
 void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n);
 void *sm_slab_take_all(struct slab *s, uint32_t *n); /* owner of frozen s; NULL if none */

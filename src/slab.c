@@ -37,6 +37,9 @@ void sm_cache_setup(struct cache *c, const char *name, uint32_t size, uint16_t c
 	c->inv = inv;
 	uint32_t cap = TCACHE_BYTES / size, min = size > 32768 ? TCACHE_MIN_HUGE : TCACHE_MIN;
 	c->cap = cap < min ? min : cap > TCACHE_MAX ? TCACHE_MAX : cap;
+	cap = TCACHE_GROWN_BYTES / size;
+	cap = cap > TCACHE_GROWN_MAX ? TCACHE_GROWN_MAX : cap;
+	c->cap_grown = cap > c->cap ? cap : c->cap;
 	size_t n = strlen(name);
 	if (n >= sizeof c->name)
 		n = sizeof c->name - 1;

@@ -19,6 +19,10 @@ void sm_trim_self(struct tcache *tc)
 		sm_free_array(tc->fbin[i].slots, bin_count(&tc->fbin[i]));
 		tc->fbin[i].top = tc->fbin[i].slots;
 		sm_drop(&tc->bin[i], &tc->src[i], 0);
+		if (bin_cap(&tc->fbin[i]) > sm_g.caches[i].cap) /* grown (sm_flush, sm_refill):
+								   * back to the first size */
+			sm_bins_resize(tc, i, sm_g.caches[i].cap);
+		tc->src[i].refills = 0;
 	}
 }
 

@@ -1,7 +1,9 @@
 /* unit_stats: statistics, options and giving memory back (slubmalloc.h, malloc.h), linked with
  * libslubmalloc as users do. Checks: the census's active objects equal exactly what this
  * program holds (size classes, a typed cache, large blocks); the event counters add up to the
- * program's calls (SLUBMALLOC_STATS=1, in a re-executed child); the table printed at exit
+ * program's calls (SLUBMALLOC_STATS=1, in a re-executed child); a thread's refills take
+ * twice as many objects from its second one on (its stacks grew), and again half a first-size
+ * stack after malloc_trim (counted the same way); the table printed at exit
  * (SLUBMALLOC_STATS_FILE) has the slabinfo 2.1 header and the right row; options parse (good,
  * bad and empty values: one warning line each, the default kept); malloc_trim gives resident
  * memory back and says so; mallinfo2 agrees with slub_stats_get; mallopt and malloc_info
@@ -177,6 +179,70 @@ static void events_counted(void)
 	slub_stats_get(&t, NULL, 0);
 	CHECK(!t.events_counted && row("kmalloc-2048").free_fastpath == 0,
 	      "events counted without SLUBMALLOC_STATS");
+}
+
+/* The first `n` allocations of 1000 bytes (kmalloc-1024: 16 slots per stack at first, 32
+ * grown) one at a time: at[k] = the index of the allocation that took the k-th slow path (a
+ * refill); returns how many there were. The objects are kept in v. */
+static unsigned refill_points(void **v, unsigned n, unsigned *at)
+{
+	unsigned k = 0;
+	uint64_t slow = row("kmalloc-1024").alloc_slowpath;
+	for (unsigned i = 0; i < n; i++) {
+		if (!(v[i] = malloc(1000)))
+			return 0;
+		uint64_t now = row("kmalloc-1024").alloc_slowpath;
+		if (now != slow)
+			at[k++] = i;
+		slow = now;
+	}
+	return k;
+}
+
+/* Thread body of child_grow: a producer's refills (sm_refill) take half a stack, 8 objects
+ * of kmalloc-1024; from its second refill on the stacks have grown and a refill takes 16;
+ * malloc_trim gives the thread its first size back. Returns 0 when so. */
+static void *grow_thread(void *arg)
+{
+	(void)arg;
+	enum { N = 40 };
+	static void *v[N];
+	static const unsigned want[] = {0, 8, 24}; /* 8, then 16, then 16 objects */
+	for (int round = 0; round < 2; round++) {
+		unsigned at[N], k = refill_points(v, N, at);
+		int ok = k == 3;
+		for (unsigned j = 0; ok && j < 3; j++)
+			ok = at[j] == want[j];
+		fprintf(stderr, "grow: round %d: %u refills at", round, k);
+		for (unsigned j = 0; j < k; j++)
+			fprintf(stderr, " %u", at[j]);
+		fprintf(stderr, " (want 0 8 24)\n");
+		for (unsigned i = 0; i < N; i++)
+			free(v[i]);
+		if (!ok)
+			return (void *)1;
+		malloc_trim(0); /* the caches drained, the stacks back to their first size */
+	}
+	return NULL;
+}
+
+/* child: with SLUBMALLOC_STATS=1, a fresh thread's refills grow as grow_thread says */
+static int child_grow(void)
+{
+	pthread_t t;
+	void *r;
+	if (pthread_create(&t, NULL, grow_thread, NULL) || pthread_join(t, &r))
+		return 2;
+	return r != NULL;
+}
+
+static void stacks_grow(void)
+{
+	char *env[] = {"SLUBMALLOC_STATS=1", "SLUBMALLOC_STATS_FILE=/dev/null", NULL};
+	int st;
+	char *err = rerun("child_grow", env, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %d, stderr: %s", st, err);
+	free(err);
 }
 
 /* child: leaves 777 objects of kmalloc-2048 allocated at exit */
@@ -373,9 +439,12 @@ int main(int argc, char **argv)
 		return child_events();
 	if (argc == 2 && !strcmp(argv[1], "child_leave"))
 		return child_leave();
+	if (argc == 2 && !strcmp(argv[1], "child_grow"))
+		return child_grow();
 	static const struct test_case cases[] = {
 		{"census_matches_live", census_matches_live},
 		{"events_counted", events_counted},
+		{"stacks_grow", stacks_grow},
 		{"table_at_exit", table_at_exit},
 		{"options_parse", options_parse},
 		{"trim_releases", trim_releases},
