@@ -586,7 +586,9 @@ void sm_thread_setup(struct tcache *tc)
 	for (unsigned i = 0; i < NCLASS; i++) {
 		struct bin *bins[3] = {&tc->bin[i], &tc->fbin[i], &tc->rbin[i]};
 		for (int k = 0; k < 3; k++) {
-			blk[0] = NULL; /* the guard before slots[0] */
+			if (blk[0]) /* the guard before slots[0]; a fresh block's is zero already,
+				     * and a page only read stays out of the resident set */
+				blk[0] = NULL;
 			/* a debug cache has no bins: its calls all take the slow path */
 			bin_init(bins[k], blk + 1, sm_g.caches[i].debug ? 0 : sm_g.caches[i].cap);
 			bins[k]->key = sm_g.caches[i].size < 64 ? tc->id : 0;
