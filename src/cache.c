@@ -282,17 +282,30 @@ static inline void *checked_next(struct slab *s, void *obj, uint32_t fpoff)
 	return next;
 }
 
+static SM_COLD SM_NORETURN void bad_link(const struct slab *s, uintptr_t obj)
+{
+	sm_fatal_in("corrupted freelist link (written after free?)", (void *)obj, s->cache);
+}
+
 /* Move up to n objects of a spill chain (objects of the active slab) to out[]; returns how
- * many. */
+ * many. checked_next's checks, with the slab's fields in registers: each step's chain of
+ * dependent work is the load of the link and one xor (the key, secret ^ swab(slot), comes
+ * from the object's address alone). */
 static uint32_t take_spill(struct cache *c, struct src *src, void **out, uint32_t n)
 {
-	void *o = src->spill;
-	uint32_t k = 0;
+	const struct slab *s = src->active;
+	uintptr_t o = (uintptr_t)src->spill, start = (uintptr_t)s->start, secret = sm_g.secret;
+	uint64_t span = (uint64_t)s->objects * s->size, inv = s->inv, qbad = s->qbad;
+	uint32_t fpoff = c->fpoff, k = 0;
 	for (; o && k < n; k++) {
-		out[k] = o;
-		o = checked_next(src->active, o, c->fpoff);
+		out[k] = (void *)o;
+		uintptr_t slot = o + fpoff, key = secret ^ __builtin_bswap64(slot);
+		uintptr_t next = *(const uintptr_t *)slot ^ key;
+		if (unlikely(next && (next - start >= span || ((next - start) * inv) & qbad)))
+			bad_link(s, o);
+		o = next;
 	}
-	src->spill = o;
+	src->spill = (void *)o;
 	src->nspill -= k;
 	return k;
 }
@@ -448,9 +461,9 @@ static void detached_push(struct detached *d)
 	d->ng = d->last = 0;
 }
 
-static inline void detached_add(struct detached *d, void *o)
+/* The group of slab s, opened if need be (a full table is pushed first). */
+static inline struct group *detached_group(struct detached *d, struct slab *s)
 {
-	struct slab *s = slab_of((uintptr_t)o);
 	unsigned i = d->last;
 	if (d->ng == 0 || d->g[i].s != s) {
 		for (i = 0; i < d->ng && d->g[i].s != s; i++)
@@ -459,13 +472,22 @@ static inline void detached_add(struct detached *d, void *o)
 			if (d->ng == FLUSH_GROUPS)
 				detached_push(d);
 			i = d->ng++;
-			d->g[i] = (struct group){.s = s, .head = NULL, .tail = o, .n = 0};
+			d->g[i] = (struct group){.s = s, .head = NULL, .tail = NULL, .n = 0};
 		}
 		d->last = i;
 	}
-	fp_set(o, d->g[i].head, s->cache->fpoff);
-	d->g[i].head = o;
-	d->g[i].n++;
+	return &d->g[i];
+}
+
+static inline void detached_add(struct detached *d, void *o)
+{
+	struct slab *s = slab_of((uintptr_t)o);
+	struct group *g = detached_group(d, s);
+	fp_set(o, g->head, s->cache->fpoff);
+	if (!g->head)
+		g->tail = o;
+	g->head = o;
+	g->n++;
 }
 
 /* Return a chain of objects (free pointers at fpoff) to their slabs: one push per slab. */
@@ -480,12 +502,32 @@ void sm_free_chain(void *o, uint32_t fpoff)
 	detached_push(&d);
 }
 
+/* The pointers of an array in a row that share a page (so a slab) are chained first, the
+ * chain's head in a register (sm_g.secret too: fp_set's encoding, inline), and the chain
+ * joins its slab's group in one step. */
 void sm_free_array(void **v, size_t n)
 {
 	struct detached d = {.ng = 0};
-	for (size_t i = 0; i < n; i++)
-		if (v[i])
-			detached_add(&d, v[i]);
+	uintptr_t secret = sm_g.secret;
+	for (size_t i = 0; i < n;) {
+		uintptr_t first = (uintptr_t)v[i++];
+		if (!first)
+			continue;
+		struct slab *s = slab_of(first);
+		uint32_t fpoff = s->cache->fpoff, k = 1;
+		uintptr_t head = first, a;
+		for (; i < n && (a = (uintptr_t)v[i]) && !((a ^ first) >> SPAGE_SHIFT); i++, k++) {
+			uintptr_t slot = a + fpoff;
+			*(uintptr_t *)slot = head ^ secret ^ __builtin_bswap64(slot);
+			head = a;
+		}
+		struct group *g = detached_group(&d, s);
+		fp_set((void *)first, g->head, fpoff); /* the run's tail, before the group's chain */
+		if (!g->head)
+			g->tail = (void *)first;
+		g->head = (void *)head;
+		g->n += k;
+	}
 	detached_push(&d);
 }
 
@@ -520,12 +562,19 @@ void sm_flush(struct tcache *tc, unsigned cls)
 		 * allocates them; this thread's own go back to their slabs, to be taken again */
 		void *others[TCACHE_GROWN_MAX];
 		uint32_t k = 0, own = 0;
+		uintptr_t page = 1; /* the last object's page (1: none yet) and whether it is ours */
+		bool mine = false;
 		for (uint32_t i = 0; i < n; i++) {
 			void *o = b->slots[i];
-			if (__atomic_load_n(&slab_of((uintptr_t)o)->freezer, __ATOMIC_RELAXED) != tc->id)
-				others[k++] = o;
-			else
+			if (((uintptr_t)o ^ page) >> SPAGE_SHIFT) { /* a slab's objects come in runs */
+				page = (uintptr_t)o;
+				mine = __atomic_load_n(&slab_of(page)->freezer, __ATOMIC_RELAXED) ==
+				       tc->id;
+			}
+			if (mine)
 				b->slots[own++] = o;
+			else
+				others[k++] = o;
 		}
 		if (k && !sm_depot_put(cls, others, k))
 			sm_free_array(others, k);
