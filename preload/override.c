@@ -12,12 +12,12 @@
 #include "fastpath.h"
 #include "internal.h"
 
-SM_EXPORT SM_HOT void *malloc(size_t size)
+SM_EXPORT SM_FASTPATH_TEXT(4096) void *malloc(size_t size)
 {
 	return sm_alloc_fast(size);
 }
 
-SM_EXPORT SM_HOT void free(void *p)
+SM_EXPORT SM_FASTPATH_TEXT(64) void free(void *p)
 {
 	sm_free_fast(p);
 }

@@ -16,6 +16,10 @@
 /* The entry points the benchmarks time start on a cache line, so that their speed does not
  * move with the size of unrelated code placed before them. */
 #define SM_HOT __attribute__((aligned(64)))
+/* malloc's and free's own section, malloc at a page boundary: where they sit in the i-cache,
+ * the uop cache and the branch predictors then stays put when other code grows or shrinks
+ * (such a move, 0x140 -> 0x280 in the page, cost cfrac 5% on the 2-core VM) */
+#define SM_FASTPATH_TEXT(align) __attribute__((section(".text.hot.sm"), aligned(align)))
 #define SM_COLD __attribute__((noinline, cold))
 #define SM_NORETURN __attribute__((noreturn))
 #define TLS_IE __attribute__((tls_model("initial-exec")))
