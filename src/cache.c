@@ -272,18 +272,26 @@ static struct slab *freeze_partial(struct cache *c, void **head, uint32_t *n)
 
 /* A free pointer read from obj (of slab s) must be NULL or an object of s: anything else is a
  * corrupted link (a write after free), reported before it is followed. */
-static inline void *checked_next(struct slab *s, void *obj, uint32_t fpoff)
-{
-	void *next = fp_get(obj, fpoff);
-	if (unlikely(next && ((uintptr_t)next - (uintptr_t)s->start >= (uintptr_t)s->objects * s->size ||
-			      slab_index(s, (uintptr_t)next) == UINT32_MAX)))
-		sm_fatal_in("corrupted freelist link (written after free?)", obj, s->cache);
-	return next;
-}
-
 static SM_COLD SM_NORETURN void bad_link(const struct slab *s, uintptr_t obj)
 {
 	sm_fatal_in("corrupted freelist link (written after free?)", (void *)obj, s->cache);
+}
+
+/* Whether next is not NULL and not an object of the slab whose start, span (objects * size),
+ * inv and qbad these are (inside the span, is_object's one test is exact). */
+static inline bool link_bad(uintptr_t next, uintptr_t start, uint64_t span, uint64_t inv,
+			    uint64_t qbad)
+{
+	return next && (next - start >= span || ((next - start) * inv) & qbad);
+}
+
+static inline void *checked_next(struct slab *s, void *obj, uint32_t fpoff)
+{
+	uintptr_t next = (uintptr_t)fp_get(obj, fpoff);
+	if (unlikely(link_bad(next, (uintptr_t)s->start, (uint64_t)s->objects * s->size, s->inv,
+			      s->qbad)))
+		bad_link(s, (uintptr_t)obj);
+	return (void *)next;
 }
 
 /* Move up to n objects of a spill chain (objects of the active slab) to out[]; returns how
@@ -300,7 +308,7 @@ static uint32_t take_spill(struct cache *c, struct src *src, void **out, uint32_
 		out[k] = (void *)o;
 		uintptr_t slot = o + fpoff, key = secret ^ __builtin_bswap64(slot);
 		uintptr_t next = *(const uintptr_t *)slot ^ key;
-		if (unlikely(next && (next - start >= span || ((next - start) * inv) & qbad)))
+		if (unlikely(link_bad(next, start, span, inv, qbad)))
 			bad_link(s, o);
 		o = next;
 	}
