@@ -167,13 +167,19 @@ static int child_events(void)
 	return 0;
 }
 
-static void events_counted(void)
+/* Runs the child `arg` with SLUBMALLOC_STATS=1; it must exit 0. */
+static void stats_child_passes(const char *arg)
 {
 	char *env[] = {"SLUBMALLOC_STATS=1", "SLUBMALLOC_STATS_FILE=/dev/null", NULL};
 	int st;
-	char *err = rerun("child_events", env, &st);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %d, stderr: %s", st, err);
+	char *err = rerun(arg, env, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d, stderr: %s", arg, st, err);
 	free(err);
+}
+
+static void events_counted(void)
+{
+	stats_child_passes("child_events");
 	/* unset: nothing counted */
 	struct slub_stats t;
 	slub_stats_get(&t, NULL, 0);
@@ -238,11 +244,7 @@ static int child_grow(void)
 
 static void stacks_grow(void)
 {
-	char *env[] = {"SLUBMALLOC_STATS=1", "SLUBMALLOC_STATS_FILE=/dev/null", NULL};
-	int st;
-	char *err = rerun("child_grow", env, &st);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %d, stderr: %s", st, err);
-	free(err);
+	stats_child_passes("child_grow");
 }
 
 /* child: leaves 777 objects of kmalloc-2048 allocated at exit */
