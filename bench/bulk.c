@@ -14,7 +14,9 @@
  * programs), runs under mimalloc and slubmalloc too, and a reference line compares those two:
  * the call form moves both allocators' figures, and not alike.
  * The header gives the CPU model and the TSC frequency (rdtsc over ~100 ms of
- * CLOCK_MONOTONIC); the closing lines check the issue's targets; RESULT lines follow.
+ * CLOCK_MONOTONIC); the closing lines check the issue's targets, each verdict from the overall
+ * medians, with the spread of its closest figure over the passes (a ratio whose passes fall on
+ * both sides of 100% is a tie within the run's noise); RESULT lines follow.
  * Pinned to one CPU. PASSES passes, each: REPS runs of every column in this process (about
  * OBJECTS objects each), then the peers' processes (and a control: the same helper under
  * slubmalloc); every figure is the median over all its runs, so a busy spell of the machine
@@ -232,11 +234,46 @@ static void print_pair(size_t n, struct cost fb, struct cost bulk)
 	       fb.cycles, fb.ns, bulk.cycles, bulk.ns, improved(fb, bulk));
 }
 
-/* The targets for one pair of columns; returns 1 when both are met. */
-static int check_targets(const char *what, const struct cost *fb, const struct cost *bulk)
+/* The spread of one comparison over the passes: in each pass, the median of a's samples over
+ * the median of b's (each pass holds per samples of each); the lowest and highest of those
+ * ratios, and in how many passes a was the slower. A figure whose passes fall on both sides of
+ * 1 is a tie within this run's noise; the verdicts below still read the overall medians. */
+struct spread {
+	double lo, hi;
+	unsigned above, passes;
+};
+
+static struct spread pass_spread(const double *a, const double *b, unsigned passes, unsigned per)
+{
+	struct spread sp = {0, 0, 0, passes};
+	for (unsigned p = 0; p < passes; p++) {
+		double x[MAX_REPS], y[MAX_REPS];
+		memcpy(x, a + p * per, per * sizeof *x);
+		memcpy(y, b + p * per, per * sizeof *y);
+		double r = median(x, per) / median(y, per);
+		if (!p || r < sp.lo)
+			sp.lo = r;
+		if (!p || r > sp.hi)
+			sp.hi = r;
+		sp.above += r > 1.0;
+	}
+	return sp;
+}
+
+static void print_spread(struct spread sp)
+{
+	printf("; its passes: %.1f-%.1f%%, slower in %u of %u", 100 * sp.lo, 100 * sp.hi, sp.above,
+	       sp.passes);
+}
+
+/* The targets for one pair of columns (fb_s, bulk_s: [size][0] holds every run's cycles,
+ * pass after pass, reps each); returns 1 when both are met. */
+static int check_targets(const char *what, const struct cost *fb, const struct cost *bulk,
+			 double (*fb_s)[2][MAX_REPS * MAX_PASSES],
+			 double (*bulk_s)[2][MAX_REPS * MAX_PASSES], unsigned passes, unsigned reps)
 {
 	double worst = 0;
-	size_t worst_n = 0, slower = 0, slowest_n = 0;
+	size_t worst_n = 0, slower = 0, slowest_n = 0, slowest_j = 0;
 	double slowest = 0;
 	for (size_t j = 0; j < BULK_NN; j++) {
 		double ratio = bulk[j].cycles / fb[j].cycles;
@@ -244,22 +281,28 @@ static int check_targets(const char *what, const struct cost *fb, const struct c
 		if (n >= 8 && n <= 64 && ratio > worst)
 			worst = ratio, worst_n = n;
 		if (ratio > slowest)
-			slowest = ratio, slowest_n = n;
+			slowest = ratio, slowest_n = n, slowest_j = j;
 		if (ratio > 1.0)
 			slower++;
 	}
 	printf("  %s: bulk of 8..64 costs at most %.1f%% of the fallback (at %zu): %s\n", what,
 	       100 * worst, worst_n, worst <= 0.40 ? "met (<= 40%)" : "MISSED (> 40%)");
-	printf("  %s: sizes slower than the fallback: %zu (highest ratio %.1f%% at %zu): %s\n", what,
-	       slower, 100 * slowest, slowest_n, slower ? "MISSED" : "met");
+	printf("  %s: sizes slower than the fallback: %zu (highest ratio %.1f%% at %zu", what,
+	       slower, 100 * slowest, slowest_n);
+	print_spread(pass_spread(bulk_s[slowest_j][0], fb_s[slowest_j][0], passes, reps));
+	printf("): %s\n", slower ? "MISSED" : "met");
 	return worst <= 0.40 && !slower;
 }
 
-/* Prints how ours compares with peer, per size (no newline); returns at how many sizes ours
- * is slower. */
-static size_t compare_loops(const char *what, const struct cost *ours, const struct cost *peer)
+/* Prints how ours compares with peer, per size (no newline), with the spread over the passes
+ * at the worst size when every pass's figures are given (ours_s, peer_s: [size][0] holds
+ * one cycles figure per pass);
+ * returns at how many sizes ours is slower. */
+static size_t compare_loops(const char *what, const struct cost *ours, const struct cost *peer,
+			    double (*ours_s)[2][MAX_PASSES], double (*peer_s)[2][MAX_PASSES],
+			    unsigned passes)
 {
-	size_t slower = 0, slower5 = 0, worst_n = 0;
+	size_t slower = 0, slower5 = 0, worst_n = 0, worst_j = 0;
 	double worst = 0, sum = 0;
 	for (size_t j = 0; j < BULK_NN; j++) {
 		double ratio = ours[j].cycles / peer[j].cycles;
@@ -269,11 +312,13 @@ static size_t compare_loops(const char *what, const struct cost *ours, const str
 		if (ratio > 1.05)
 			slower5++;
 		if (ratio > worst)
-			worst = ratio, worst_n = bulk_ns_list[j];
+			worst = ratio, worst_n = bulk_ns_list[j], worst_j = j;
 	}
-	printf("  %s: slower at %zu of %zu sizes, by more than 5%% at %zu (worst %+.1f%% at %zu; "
-	       "mean %+.1f%%)", what, slower, BULK_NN, slower5, 100 * (worst - 1), worst_n,
-	       100 * (sum / (double)BULK_NN - 1));
+	printf("  %s: slower at %zu of %zu sizes, by more than 5%% at %zu (worst %+.1f%% at %zu",
+	       what, slower, BULK_NN, slower5, 100 * (worst - 1), worst_n);
+	if (ours_s && peer_s)
+		print_spread(pass_spread(ours_s[worst_j][0], peer_s[worst_j][0], passes, 1));
+	printf("; mean %+.1f%%)", 100 * (sum / (double)BULK_NN - 1));
 	return slower;
 }
 
@@ -433,18 +478,19 @@ int main(int argc, char **argv)
 	}
 
 	printf("\nTargets:\n");
-	check_targets("malloc_bulk", fb, bk);
-	check_targets("slub_cache bulk", cfb, cbk);
+	check_targets("malloc_bulk", fb, bk, ins[0], ins[1], passes, reps);
+	check_targets("slub_cache bulk", cfb, cbk, ins[2], ins[3], passes, reps);
 	if (pr[0].ok && ctl.ok) {
 		size_t slower = compare_loops("fallback loop vs mimalloc's (both in the helper)",
-					      ctl.c, pr[0].c);
+					      ctl.c, pr[0].c, out[2], out[0], passes);
 		printf(": %s\n", slower ? "MISSED" : "met");
 		compare_loops("  (for reference: this process's loop vs mimalloc's helper", fb,
-			      pr[0].c);
+			      pr[0].c, NULL, NULL, 0);
 		printf(")\n");
 		if (pr[3].ok && pr[4].ok) {
 			compare_loops("  (for reference: the helper built with PLT calls, Debian's "
-				      "default, ours vs mimalloc's", pr[4].c, pr[3].c);
+				      "default, ours vs mimalloc's", pr[4].c, pr[3].c, out[4],
+				      out[3], passes);
 			printf(")\n");
 		}
 	} else {
