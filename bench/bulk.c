@@ -295,9 +295,8 @@ static int check_targets(const char *what, const struct cost *fb, const struct c
 }
 
 /* Prints how ours compares with peer, per size (no newline), with the spread over the passes
- * at the worst size when every pass's figures are given (ours_s, peer_s: [size][0] holds
- * one cycles figure per pass);
- * returns at how many sizes ours is slower. */
+ * at the worst size when every pass's figures are given (ours_s, peer_s: [size][0] holds one
+ * cycles figure per pass); returns at how many sizes ours is slower. */
 static size_t compare_loops(const char *what, const struct cost *ours, const struct cost *peer,
 			    double (*ours_s)[2][MAX_PASSES], double (*peer_s)[2][MAX_PASSES],
 			    unsigned passes)
