@@ -20,7 +20,9 @@
  *   so a thread never reuses a small object next to ones another thread writes (passive
  *   false sharing). Objects in a bin or a spill chain count as "in use" for their slabs. An
  *   empty bin with an empty fbin is refilled from the active slab: its spill, its shared
- *   freelist (take-all), its untouched objects (carve).
+ *   freelist (take-all), its untouched objects (carve). A slab whose freelist holds every
+ *   object it handed out (taken all by its owner, or frozen empty) starts over: the chain is
+ *   dropped unread and the objects are carved again, in address order.
  *
  * THE SHARED WORD: slab->word = { lo: freelist head, hi: counters = inuse (bits 0-31) |
  *   frozen (bit 32) }, 16-byte aligned, changed only with cas16() (lock cmpxchg16b).
@@ -317,6 +319,22 @@ static uint32_t take_spill(struct cache *c, struct src *src, void **out, uint32_
 	return k;
 }
 
+/* The owner has just taken s's whole freelist into src's spill (take-all or freeze). When
+ * that is every object s has handed out since it was made (none is in a bin or in use), s
+ * starts over as a new slab: the chain is dropped unread and the objects are carved again, in
+ * address order, with no link to load (a burst of frees and mallocs larger than the thread
+ * stacks otherwise walks the chain at the latency of a cache miss per object). Not for caches
+ * with a ctor (an object is constructed once, when first carved) or debug caches (every link
+ * they follow is checked). */
+static void restart_if_all_free(const struct cache *c, struct slab *s, struct src *src)
+{
+	if (src->nspill != s->carved || c->ctor || c->debug)
+		return;
+	src->spill = NULL;
+	src->nspill = 0;
+	s->carved = 0;
+}
+
 /* ---- other threads' sub-line objects (class_swap, internal.h) ---- */
 int sm_subline_shared; /* set when a second thread gets a cache (sm_thread_setup) */
 
@@ -354,8 +372,9 @@ void sm_sort_foreign(struct bin *f)
 }
 
 /* Put between 1 and want objects of c into out[], from one source, in this order: the spill
- * chain, the active slab's shared freelist (take-all), its untouched objects (carve, running
- * the ctor on them), a partial slab, a new slab. Returns how many; 0 only when memory is
+ * chain, the active slab's shared freelist (take-all; or, when that is every object the slab
+ * handed out, the slab starts over), its untouched objects (carve, running the ctor on them),
+ * a partial slab (which may start over too), a new slab. Returns how many; 0 only when memory is
  * exhausted (ENOMEM). src is the calling thread's for c, owner its id: a slab it
  * freezes records it (for objects smaller than a cache line; see class_swap). */
 uint32_t sm_fill(struct cache *c, uint16_t owner, struct src *src, void **out, uint32_t want)
@@ -369,6 +388,7 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct src *src, void **out, u
 			if ((src->spill = sm_slab_take_all(s, &n))) {
 				src->nspill = n;
 				sm_count(c, EV_REFILL_TAKEALL, 1);
+				restart_if_all_free(c, s, src);
 				continue;
 			}
 			if ((n = sm_slab_carve(s, out, want))) {
@@ -383,6 +403,8 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct src *src, void **out, u
 		}
 		s = freeze_partial(c, &src->spill, &n);
 		src->nspill = s ? n : 0;
+		if (s)
+			restart_if_all_free(c, s, src);
 		if (!s && !(s = sm_slab_new(c)))
 			return 0;
 		for (unsigned i = 0; i < s->pages; i++)

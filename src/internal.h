@@ -69,7 +69,8 @@ struct slab {
 	dword_t word __attribute__((aligned(64))); /* lo: freelist head, hi: counters */
 	struct slab *next, *prev; /* cache->partial links (cache lock); head only */
 	uint32_t size;            /* object size */
-	uint32_t carved;          /* objects handed out at least once; the rest are untouched */
+	uint32_t carved;          /* objects handed out since the slab was made or started over;
+				   * the rest are on no freelist (slab.c) */
 	uint16_t freezer;         /* head: the id of the thread that froze it last (depot.c) */
 	uint8_t pages;            /* 64 KiB pages spanned */
 	uint8_t on_partial;       /* on cache->partial (cache lock) */

@@ -1,10 +1,12 @@
 /* slab.c: slab geometry and creation. A cache's slab spans 1..SLAB_MAX_PAGES pages, chosen so
  * that the tail left after the last object is at most 1/16 of the slab (or as small as 4 pages
  * allow). A new slab is frozen for the thread that made it, with nothing carved: objects are
- * linked into freelists lazily, a batch at a time (sm_slab_carve), so untouched objects cost no
- * RSS. Invariant: objects [0, carved) have been handed out at least once; [carved, objects)
- * have never been touched and are not on any freelist. Only the owner of a frozen slab carves,
- * straight into its thread cache's array. */
+ * linked into freelists lazily, a batch at a time (sm_slab_carve), so a new slab's untouched
+ * objects cost no RSS. Invariant: objects [0, carved) have been handed out since the slab was
+ * made, or since it started over; [carved, objects) are on no freelist and held by nobody. (A
+ * slab starts over, carved = 0, when its owner finds every object it handed out back on its
+ * freelist: sm_fill, cache.c.) Only the owner of a frozen slab carves, straight into its thread
+ * cache's array. */
 #include <string.h>
 
 #include "internal.h"

@@ -4,7 +4,8 @@
  * slab_index() and free()'s one-test object check accept object starts only (not the leftover
  * before the first object, nor any address of a page of no slab: never used, or released);
  * the last object ends where the slab does; pointers outside all regions are not ours; a bulk
- * free whose first pointers lie in a page of ours that holds no slab is reported. */
+ * free whose first pointers lie in a page of ours that holds no slab is reported; a slab whose
+ * objects all came back is carved again from its start (unless one is out, or it has a ctor). */
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
@@ -86,11 +87,76 @@ static void pages_without_slab(void)
 	check_no_objects(page, "a released slab's page");
 }
 
+static int ctor_runs;
+static void count_ctor(void *p)
+{
+	(void)p;
+	ctor_runs++;
+}
+
+/* Whether out[0, n) are s's objects from its start on, in address order (as carved). */
+static bool in_carve_order(const struct slab *s, void **out, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (out[i] != s->start + (size_t)i * s->size)
+			return false;
+	return true;
+}
+
+/* sm_fill (cache.c) on a fresh class: a slab whose every handed-out object is back on its
+ * freelist starts over, carved again from its start with no link read: after the owner's
+ * take-all, and when a thread freezes it empty from the partial list. With one object still
+ * out, or in a cache with a ctor (an object is constructed once), the chain is followed. */
+static void restart_all_free(void)
+{
+	enum { N = 64 };
+	struct cache *c = &sm_g.caches[sm_size_to_class(1024)];
+	CHECK(c->objects >= N && !c->partial && !c->ctor, "kmalloc-1024: a fresh class of >= %d", N);
+	void *v[N], *w[N];
+	struct src src = {0};
+	CHECK(sm_fill(c, 1, &src, v, N) == N && src.active, "first fill");
+	struct slab *s = src.active;
+	CHECK(in_carve_order(s, v, N), "a new slab's carve order");
+
+	sm_free_array(v, N); /* every object back: the take-all restarts the slab */
+	CHECK(sm_fill(c, 1, &src, w, N) == N && src.active == s && !src.spill,
+	      "refill after all came back");
+	CHECK(in_carve_order(s, w, N), "all back, taken again: not carved again from the start");
+
+	sm_free_array(w + 1, N - 1); /* w[0] still out: the chain is followed */
+	CHECK(sm_fill(c, 1, &src, v, N) == N - 1, "refill with one object out");
+	for (uint32_t i = 0; i < N - 1; i++)
+		CHECK(v[i] == w[N - 1 - i], "one object out: object %u is not the chain's", i);
+
+	/* all back (w[0] first: the chain then starts at w[1]), then the slab unfrozen (empty,
+	 * kept on the partial list): a new owner's freeze restarts it */
+	sm_free_array(w, 1);
+	sm_free_array(v, N - 1);
+	struct bin none = {0};
+	sm_drop(&none, &src, c->fpoff);
+	CHECK(c->partial == s && SLAB_INUSE(s->word.hi) == 0, "an empty slab on the partial list");
+	struct src src2 = {0};
+	CHECK(sm_fill(c, 2, &src2, w, N) == N && src2.active == s && !src2.spill,
+	      "refill from the partial list");
+	CHECK(in_carve_order(s, w, N), "an empty slab frozen again: not carved from the start");
+
+	/* with a ctor: never carved twice */
+	c->ctor = count_ctor;
+	sm_free_array(w, N);
+	ctor_runs = 0;
+	CHECK(sm_fill(c, 2, &src2, v, N) == N, "refill with a ctor");
+	CHECK(ctor_runs == 0 && v[0] == w[N - 1], "a cache with a ctor restarted its slab");
+	c->ctor = NULL;
+	sm_free_array(v, N);
+	sm_drop(&none, &src2, c->fpoff);
+}
+
 int main(void)
 {
 	sm_init();
 	bulk_into_free_page();
 	pages_without_slab();
+	restart_all_free();
 	for (unsigned c = 0; c < NCLASS; c++) {
 		struct cache *ca = &sm_g.caches[c];
 		CHECK(ca->objects * ca->size <= ca->pages * SPAGE_SIZE, "cache %s overflows", ca->name);
