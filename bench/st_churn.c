@@ -1,7 +1,8 @@
 /* Single-thread small-object benchmark: (a) a tight malloc/free loop over a fixed
- * cycle of small sizes, (b) churn of a working set of random-sized objects.
+ * cycle of small sizes, (b) churn of a working set of random-sized objects, (c) bursts:
+ * thousands of mallocs, then their frees, more than a thread cache holds.
  * Uses only the standard malloc API; run it under LD_PRELOAD of each allocator.
- * Usage: st_churn loop|churn|all [ITERATIONS]
+ * Usage: st_churn loop|churn|burst|all [ITERATIONS]   (all: loop and churn)
  * Prints one line per workload: RESULT name=... ns_per_op=... cycles_per_op=... */
 #include <inttypes.h>
 #include <stdint.h>
@@ -17,6 +18,9 @@
 #define CHURN_SLOTS 1000
 #define CHURN_MIN_SIZE 16
 #define CHURN_MAX_SIZE 1024
+#define BURST_DEFAULT_ITERS 40000000UL
+#define BURST_OBJECTS 4096
+#define BURST_SIZE 48
 
 /* Fixed size sequence of the tight loop (16..256 B), cycled in order. */
 static const size_t loop_sizes[16] = {
@@ -128,6 +132,38 @@ static void run_churn(unsigned long iters)
 	report("st_churn", iters, t1 - t0, c1 - c0);
 }
 
+/* (c) One op = one malloc plus one free of a BURST_SIZE object, in bursts: BURST_OBJECTS
+ * mallocs (each object tagged), then their frees in the same order. A burst is larger than a
+ * thread cache, so its objects go back to their slabs and come out of them again. */
+static void run_burst(unsigned long iters)
+{
+	static unsigned char *obj[BURST_OBJECTS];
+	unsigned long rounds = iters / BURST_OBJECTS ? iters / BURST_OBJECTS : 1, bad = 0;
+	uint64_t t0 = 0, c0 = 0;
+	for (unsigned long r = 0; r <= rounds; r++) { /* round 0 warms up */
+		if (r == 1) {
+			t0 = now_ns();
+			c0 = read_tsc();
+		}
+		for (unsigned i = 0; i < BURST_OBJECTS; i++) {
+			if (!(obj[i] = malloc(BURST_SIZE)))
+				die_oom(BURST_SIZE);
+			tag_object(obj[i], BURST_SIZE, i);
+		}
+		for (unsigned i = 0; i < BURST_OBJECTS; i++) {
+			bad += !tag_ok(obj[i], BURST_SIZE, i);
+			free(obj[i]);
+		}
+	}
+	uint64_t c1 = read_tsc();
+	uint64_t t1 = now_ns();
+	if (bad != 0) {
+		fprintf(stderr, "st_churn: %lu corrupted objects\n", bad);
+		exit(3);
+	}
+	report("st_burst", rounds * BURST_OBJECTS, t1 - t0, c1 - c0);
+}
+
 static unsigned long parse_iters(const char *arg)
 {
 	char *end;
@@ -142,14 +178,15 @@ static unsigned long parse_iters(const char *arg)
 int main(int argc, char **argv)
 {
 	if (argc < 2 || argc > 3) {
-		fprintf(stderr, "usage: %s loop|churn|all [ITERATIONS]\n", argv[0]);
+		fprintf(stderr, "usage: %s loop|churn|burst|all [ITERATIONS]\n", argv[0]);
 		return 1;
 	}
 	const char *mode = argv[1];
 	int do_loop = strcmp(mode, "loop") == 0 || strcmp(mode, "all") == 0;
 	int do_churn = strcmp(mode, "churn") == 0 || strcmp(mode, "all") == 0;
-	if (!do_loop && !do_churn) {
-		fprintf(stderr, "st_churn: unknown mode '%s' (loop, churn or all)\n", mode);
+	int do_burst = strcmp(mode, "burst") == 0;
+	if (!do_loop && !do_churn && !do_burst) {
+		fprintf(stderr, "st_churn: unknown mode '%s' (loop, churn, burst or all)\n", mode);
 		return 1;
 	}
 	unsigned long iters = argc == 3 ? parse_iters(argv[2]) : 0;
@@ -157,5 +194,7 @@ int main(int argc, char **argv)
 		run_loop(iters ? iters : LOOP_DEFAULT_ITERS);
 	if (do_churn)
 		run_churn(iters ? iters : CHURN_DEFAULT_ITERS);
+	if (do_burst)
+		run_burst(iters ? iters : BURST_DEFAULT_ITERS);
 	return 0;
 }
