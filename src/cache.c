@@ -538,18 +538,21 @@ void sm_free_array(void **v, size_t n)
 {
 	struct detached d = {.ng = 0};
 	uintptr_t secret = sm_g.secret;
-	for (size_t i = 0; i < n;) {
-		uintptr_t first = (uintptr_t)v[i++];
+	for (void **at = v, **end = v + n; at < end;) {
+		uintptr_t first = (uintptr_t)*at++;
 		if (!first)
 			continue;
 		struct slab *s = slab_of(first);
-		uint32_t fpoff = s->cache->fpoff, k = 1;
+		uint32_t fpoff = s->cache->fpoff;
 		uintptr_t head = first, a;
-		for (; i < n && (a = (uintptr_t)v[i]) && !((a ^ first) >> SPAGE_SHIFT); i++, k++) {
+		void **run = at - 1;
+		/* the run: the next pointers in first's page (a NULL is in none of ours) */
+		for (; at < end && !(((a = (uintptr_t)*at) ^ first) >> SPAGE_SHIFT); at++) {
 			uintptr_t slot = a + fpoff;
 			*(uintptr_t *)slot = head ^ secret ^ __builtin_bswap64(slot);
 			head = a;
 		}
+		uint32_t k = (uint32_t)(at - run);
 		struct group *g = detached_group(&d, s);
 		fp_set((void *)first, g->head, fpoff); /* the run's tail, before the group's chain */
 		if (!g->head)
