@@ -13,14 +13,19 @@
  * the GOT); bench/bulk_fallback_plt, the same source built with PLT calls (as Debian builds
  * programs), runs under mimalloc and slubmalloc too, and a reference line compares those two:
  * the call form moves both allocators' figures, and not alike.
+ * Every timed loop runs in BULK_PLACES placements of its code (bulk_common.h: a loop this short
+ * moves by up to 10% with where it sits in its cache line, and not alike for every allocator).
  * The header gives the CPU model and the TSC frequency (rdtsc over ~100 ms of
- * CLOCK_MONOTONIC); the closing lines check the issue's targets, each verdict from the overall
- * medians, with the spread of its closest figure over the passes (a ratio whose passes fall on
- * both sides of 100% is a tie within the run's noise); RESULT lines follow.
+ * CLOCK_MONOTONIC); the closing lines check the issue's targets, with the spread of each one's
+ * closest figure (a ratio whose runs fall on both sides of 100% is a tie within the run's
+ * noise); RESULT lines follow. The bulk targets read the overall medians (the columns they
+ * compare run interleaved in this process, each run's four in the same placement); the
+ * comparison of the helpers reads, per size, the median of paired ratios (see compare_loops).
  * Pinned to one CPU. PASSES passes, each: REPS runs of every column in this process (about
- * OBJECTS objects each), then the peers' processes (and a control: the same helper under
- * slubmalloc); every figure is the median over all its runs, so a busy spell of the machine
- * hits every column alike.
+ * OBJECTS objects each; run r in placement r mod BULK_PLACES, counted over the passes), then
+ * the peers' processes (and a control: the same helper under slubmalloc), once per placement,
+ * mimalloc's and slubmalloc's back to back, in alternating order; every figure in the tables
+ * is the median over all its runs, so a busy spell of the machine hits every column alike.
  * Usage: bulk [-s SIZE] [-o OBJECTS] [-r REPS] [-p PASSES] [-P]   (-P: no peer runs)
  * Environment: BULK_MIMALLOC, BULK_JEMALLOC: the peer libraries (defaults: Debian's). */
 #include <dlfcn.h>
@@ -38,8 +43,10 @@ extern char **environ;
 
 #define MAX_REPS 64
 #define MAX_PASSES 16
+#define MAX_PAIRS (MAX_PASSES * BULK_PLACES) /* a helper's runs: one per pass and placement */
 
-static BULK_NOINLINE struct cost bulk_run(size_t size, size_t n, size_t loops)
+static inline __attribute__((always_inline)) struct cost bulk_body(size_t size, size_t n,
+								   size_t loops)
 {
 	void *p[BULK_MAX_N];
 	uint64_t t0 = now_ns(), c0 = read_tsc();
@@ -53,8 +60,11 @@ static BULK_NOINLINE struct cost bulk_run(size_t size, size_t n, size_t loops)
 	double k = (double)loops * (double)n;
 	return (struct cost){(double)(c1 - c0) / k, (double)(t1 - t0) / k};
 }
+BULK_PLACED(struct cost, bulk_at, (size_t size, size_t n, size_t loops), bulk_body,
+	    (size, n, loops))
 
-static BULK_NOINLINE struct cost cache_fallback_run(struct slub_cache *c, size_t n, size_t loops)
+static inline __attribute__((always_inline)) struct cost
+cache_fallback_body(struct slub_cache *c, size_t n, size_t loops)
 {
 	void *p[BULK_MAX_N];
 	uint64_t t0 = now_ns(), c0 = read_tsc();
@@ -70,8 +80,11 @@ static BULK_NOINLINE struct cost cache_fallback_run(struct slub_cache *c, size_t
 	double k = (double)loops * (double)n;
 	return (struct cost){(double)(c1 - c0) / k, (double)(t1 - t0) / k};
 }
+BULK_PLACED(struct cost, cache_fallback_at, (struct slub_cache *c, size_t n, size_t loops),
+	    cache_fallback_body, (c, n, loops))
 
-static BULK_NOINLINE struct cost cache_bulk_run(struct slub_cache *c, size_t n, size_t loops)
+static inline __attribute__((always_inline)) struct cost
+cache_bulk_body(struct slub_cache *c, size_t n, size_t loops)
 {
 	void *p[BULK_MAX_N];
 	uint64_t t0 = now_ns(), c0 = read_tsc();
@@ -85,6 +98,8 @@ static BULK_NOINLINE struct cost cache_bulk_run(struct slub_cache *c, size_t n, 
 	double k = (double)loops * (double)n;
 	return (struct cost){(double)(c1 - c0) / k, (double)(t1 - t0) / k};
 }
+BULK_PLACED(struct cost, cache_bulk_at, (struct slub_cache *c, size_t n, size_t loops),
+	    cache_bulk_body, (c, n, loops))
 
 /* ---- the machine ---- */
 static void cpu_model(char *out, size_t cap, int *constant_tsc)
@@ -139,7 +154,7 @@ struct peer {
 };
 
 static int run_peer(struct peer *pr, const char *helper, size_t size, size_t objects,
-		    unsigned reps)
+		    unsigned reps, unsigned place)
 {
 	if (access(pr->lib, R_OK) != 0) {
 		snprintf(pr->allocator, sizeof pr->allocator, "%s: not installed", pr->lib);
@@ -159,11 +174,12 @@ static int run_peer(struct peer *pr, const char *helper, size_t size, size_t obj
 			envp[k++] = environ[i];
 	envp[k++] = preload;
 	envp[k] = NULL;
-	char a_size[32], a_obj[32], a_reps[32];
+	char a_size[32], a_obj[32], a_reps[32], a_place[32];
 	snprintf(a_size, sizeof a_size, "%zu", size);
 	snprintf(a_obj, sizeof a_obj, "%zu", objects);
 	snprintf(a_reps, sizeof a_reps, "%u", reps);
-	char *argv[] = {(char *)helper, a_size, a_obj, a_reps, NULL};
+	snprintf(a_place, sizeof a_place, "%u", place);
+	char *argv[] = {(char *)helper, a_size, a_obj, a_reps, a_place, NULL};
 	int pfd[2];
 	if (pipe(pfd) != 0)
 		return 0;
@@ -234,18 +250,20 @@ static void print_pair(size_t n, struct cost fb, struct cost bulk)
 	       fb.cycles, fb.ns, bulk.cycles, bulk.ns, improved(fb, bulk));
 }
 
-/* The spread of one comparison over the passes: in each pass, the median of a's samples over
- * the median of b's (each pass holds per samples of each); the lowest and highest of those
- * ratios, and in how many passes a was the slower. A figure whose passes fall on both sides of
- * 1 is a tie within this run's noise; the verdicts below still read the overall medians. */
+/* The spread of one comparison over groups of runs (the passes of this process's columns, or
+ * the paired runs of two helpers): in each group, the median of a's samples over the median of
+ * b's (each group holds per samples of each); the lowest and highest of those ratios, and in
+ * how many groups a was the slower. A figure whose groups fall on both sides of 1 is a tie
+ * within this run's noise. */
 struct spread {
 	double lo, hi;
 	unsigned above, passes;
+	const char *unit; /* what a group is */
 };
 
 static struct spread pass_spread(const double *a, const double *b, unsigned passes, unsigned per)
 {
-	struct spread sp = {0, 0, 0, passes};
+	struct spread sp = {0, 0, 0, passes, per > 1 ? "passes" : "paired runs"};
 	for (unsigned p = 0; p < passes; p++) {
 		double x[MAX_REPS], y[MAX_REPS];
 		memcpy(x, a + p * per, per * sizeof *x);
@@ -262,8 +280,8 @@ static struct spread pass_spread(const double *a, const double *b, unsigned pass
 
 static void print_spread(struct spread sp)
 {
-	printf("; its passes: %.1f-%.1f%%, slower in %u of %u", 100 * sp.lo, 100 * sp.hi, sp.above,
-	       sp.passes);
+	printf("; its %s: %.1f-%.1f%%, slower in %u of %u", sp.unit, 100 * sp.lo, 100 * sp.hi,
+	       sp.above, sp.passes);
 }
 
 /* The targets for one pair of columns (fb_s, bulk_s: [size][0] holds every run's cycles,
@@ -294,17 +312,27 @@ static int check_targets(const char *what, const struct cost *fb, const struct c
 	return worst <= 0.40 && !slower;
 }
 
-/* Prints how ours compares with peer, per size (no newline), with the spread over the passes
- * at the worst size when every pass's figures are given (ours_s, peer_s: [size][0] holds one
- * cycles figure per pass); returns at how many sizes ours is slower. */
+/* Prints how ours compares with peer, size by size (no newline); returns at how many sizes
+ * ours is slower. With the helpers' runs (ours_s, peer_s: [size][0] holds the cycles of each
+ * run, one per pass and placement, the two of one index run back to back in the same
+ * placement) a size's ratio is the median of the paired ratios: pairing cancels the machine's
+ * drift between passes, which the overall medians of each (also printed, for the worst size)
+ * keep, and every placement counts alike. Without them (this process against a helper) it is
+ * the ratio of the overall medians. */
 static size_t compare_loops(const char *what, const struct cost *ours, const struct cost *peer,
-			    double (*ours_s)[2][MAX_PASSES], double (*peer_s)[2][MAX_PASSES],
+			    double (*ours_s)[2][MAX_PAIRS], double (*peer_s)[2][MAX_PAIRS],
 			    unsigned passes)
 {
 	size_t slower = 0, slower5 = 0, worst_n = 0, worst_j = 0;
 	double worst = 0, sum = 0;
 	for (size_t j = 0; j < BULK_NN; j++) {
 		double ratio = ours[j].cycles / peer[j].cycles;
+		if (ours_s && peer_s) {
+			double r[MAX_PAIRS];
+			for (unsigned p = 0; p < passes; p++)
+				r[p] = ours_s[j][0][p] / peer_s[j][0][p];
+			ratio = median(r, passes);
+		}
 		sum += ratio;
 		if (ratio > 1.0)
 			slower++;
@@ -315,8 +343,11 @@ static size_t compare_loops(const char *what, const struct cost *ours, const str
 	}
 	printf("  %s: slower at %zu of %zu sizes, by more than 5%% at %zu (worst %+.1f%% at %zu",
 	       what, slower, BULK_NN, slower5, 100 * (worst - 1), worst_n);
-	if (ours_s && peer_s)
+	if (ours_s && peer_s) {
 		print_spread(pass_spread(ours_s[worst_j][0], peer_s[worst_j][0], passes, 1));
+		printf("; overall medians there %+.1f%%",
+		       100 * (ours[worst_j].cycles / peer[worst_j].cycles - 1));
+	}
 	printf("; mean %+.1f%%)", 100 * (sum / (double)BULK_NN - 1));
 	return slower;
 }
@@ -371,8 +402,9 @@ int main(int argc, char **argv)
 	printf(")\nTSC: %.3f MHz (rdtsc over 100 ms of CLOCK_MONOTONIC; constant_tsc %s, "
 	       "nonstop_tsc %s)\n", ghz * 1000, ctsc & 1 ? "yes" : "no", ctsc & 2 ? "yes" : "no");
 	printf("Object size %zu B; per object = one allocation + one free; median of %u passes x %u "
-	       "runs of ~%zu objects\n(each pass: this process, then the peers' processes)\n", size,
-	       passes, reps, objects);
+	       "runs of ~%zu objects\n(each pass: this process, then the peers' processes, once per "
+	       "placement; %d placements of every timed loop)\n", size, passes, reps, objects,
+	       BULK_PLACES);
 	printf("malloc resolves to %s\n", where_is("malloc"));
 	fflush(stdout);
 
@@ -401,33 +433,42 @@ int main(int argc, char **argv)
 	char helper[NPEER][4096];
 	for (int i = 0; i < NPEER; i++)
 		helper_path(helper[i], sizeof helper[i], pr[i].helper);
-	static double ins[4][BULK_NN][2][MAX_REPS * MAX_PASSES], out[NPEER][BULK_NN][2][MAX_PASSES];
-	unsigned peer_passes[NPEER] = {0};
+	static double ins[4][BULK_NN][2][MAX_REPS * MAX_PASSES], out[NPEER][BULK_NN][2][MAX_PAIRS];
+	unsigned peer_runs[NPEER] = {0}, pairs = passes * BULK_PLACES;
 	for (unsigned pass = 0; pass < passes; pass++) {
 		for (size_t j = 0; j < BULK_NN; j++) {
 			size_t n = bulk_ns_list[j], loops = bulk_loops(objects, n);
-			fallback_run(size, n, loops / 8 + 1); /* warm-up: bins, slabs, predictors */
-			bulk_run(size, n, loops / 8 + 1);
-			cache_fallback_run(cache, n, loops / 8 + 1);
-			cache_bulk_run(cache, n, loops / 8 + 1);
+			unsigned w = pass * reps % BULK_PLACES; /* the first run's placement */
+			fallback_at[w](size, n, loops / 8 + 1); /* warm-up: bins, slabs, predictors */
+			bulk_at[w](size, n, loops / 8 + 1);
+			cache_fallback_at[w](cache, n, loops / 8 + 1);
+			cache_bulk_at[w](cache, n, loops / 8 + 1);
 			for (unsigned r = 0; r < reps; r++) { /* interleaved: drift hits all alike */
-				struct cost c[4] = {fallback_run(size, n, loops), bulk_run(size, n, loops),
-						    cache_fallback_run(cache, n, loops),
-						    cache_bulk_run(cache, n, loops)};
+				unsigned k = (pass * reps + r) % BULK_PLACES; /* all placements */
+				struct cost c[4] = {fallback_at[k](size, n, loops),
+						    bulk_at[k](size, n, loops),
+						    cache_fallback_at[k](cache, n, loops),
+						    cache_bulk_at[k](cache, n, loops)};
 				for (int k = 0; k < 4; k++) {
 					ins[k][j][0][pass * reps + r] = c[k].cycles;
 					ins[k][j][1][pass * reps + r] = c[k].ns;
 				}
 			}
 		}
-		for (int i = 0; peers && i < NPEER; i++) {
-			if (!run_peer(&pr[i], helper[i], size, objects, reps))
-				continue;
-			for (size_t j = 0; j < BULK_NN; j++) {
-				out[i][j][0][peer_passes[i]] = pr[i].c[j].cycles;
-				out[i][j][1][peer_passes[i]] = pr[i].c[j].ns;
+		/* every placement of the helper's loop; mimalloc's and slubmalloc's back to back,
+		 * first one then the other */
+		static const int order[2][NPEER] = {{0, 2, 1, 3, 4}, {2, 0, 1, 4, 3}};
+		for (unsigned k = 0; peers && k < BULK_PLACES; k++) {
+			for (int q = 0; q < NPEER; q++) {
+				int i = order[(pass + k) & 1][q];
+				if (!run_peer(&pr[i], helper[i], size, objects, reps, k))
+					continue;
+				for (size_t j = 0; j < BULK_NN; j++) {
+					out[i][j][0][peer_runs[i]] = pr[i].c[j].cycles;
+					out[i][j][1][peer_runs[i]] = pr[i].c[j].ns;
+				}
+				peer_runs[i]++;
 			}
-			peer_passes[i]++;
 		}
 	}
 	slub_cache_destroy(cache);
@@ -438,10 +479,10 @@ int main(int argc, char **argv)
 			dst[k][j] = (struct cost){median(ins[k][j][0], reps * passes),
 						  median(ins[k][j][1], reps * passes)};
 	for (int i = 0; i < NPEER; i++) {
-		pr[i].ok = peers && peer_passes[i] == passes;
+		pr[i].ok = peers && peer_runs[i] == pairs;
 		for (size_t j = 0; pr[i].ok && j < BULK_NN; j++)
-			pr[i].c[j] = (struct cost){median(out[i][j][0], passes),
-						   median(out[i][j][1], passes)};
+			pr[i].c[j] = (struct cost){median(out[i][j][0], pairs),
+						   median(out[i][j][1], pairs)};
 		if (!peers)
 			snprintf(pr[i].allocator, sizeof pr[i].allocator, "not run (-P)");
 		else if (!pr[i].ok && !pr[i].allocator[0])
@@ -481,7 +522,7 @@ int main(int argc, char **argv)
 	check_targets("slub_cache bulk", cfb, cbk, ins[2], ins[3], passes, reps);
 	if (pr[0].ok && ctl.ok) {
 		size_t slower = compare_loops("fallback loop vs mimalloc's (both in the helper)",
-					      ctl.c, pr[0].c, out[2], out[0], passes);
+					      ctl.c, pr[0].c, out[2], out[0], pairs);
 		printf(": %s\n", slower ? "MISSED" : "met");
 		compare_loops("  (for reference: this process's loop vs mimalloc's helper", fb,
 			      pr[0].c, NULL, NULL, 0);
@@ -489,7 +530,7 @@ int main(int argc, char **argv)
 		if (pr[3].ok && pr[4].ok) {
 			compare_loops("  (for reference: the helper built with PLT calls, Debian's "
 				      "default, ours vs mimalloc's", pr[4].c, pr[3].c, out[4],
-				      out[3], passes);
+				      out[3], pairs);
 			printf(")\n");
 		}
 	} else {

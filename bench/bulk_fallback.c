@@ -1,7 +1,8 @@
 /* bulk_fallback.c: the fallback loop of bench/bulk alone (malloc n objects, free them, per
  * object, for every bulk size), in a program that does not link slubmalloc, so that bench/bulk
  * can run it under LD_PRELOAD of a peer allocator (mimalloc, jemalloc) in the same run.
- * Usage: bulk_fallback SIZE OBJECTS REPS
+ * Usage: bulk_fallback SIZE OBJECTS REPS [PLACE]
+ * PLACE (0..3, default 0): which of the loop's placements runs (bulk_common.h: BULK_PLACED).
  * Prints `ALLOCATOR <file that malloc resolves to>`, then for each bulk size
  * `FALLBACK n=N cycles=C ns=T` (median of REPS runs of about OBJECTS objects). */
 #include <dlfcn.h>
@@ -21,17 +22,26 @@ static size_t arg_num(const char *s)
 
 int main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s SIZE OBJECTS REPS\n", argv[0]);
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: %s SIZE OBJECTS REPS [PLACE]\n", argv[0]);
 		return 1;
 	}
 	size_t size = arg_num(argv[1]), objects = arg_num(argv[2]);
-	unsigned reps = (unsigned)arg_num(argv[3]);
+	unsigned reps = (unsigned)arg_num(argv[3]), place = 0;
+	if (argc == 5) {
+		char *end;
+		unsigned long v = strtoul(argv[4], &end, 10);
+		if (!*argv[4] || *end || v >= BULK_PLACES) {
+			fprintf(stderr, "bulk_fallback: PLACE must be 0..%d\n", BULK_PLACES - 1);
+			return 1;
+		}
+		place = (unsigned)v;
+	}
 	Dl_info info;
 	void *sym = dlsym(RTLD_DEFAULT, "malloc");
 	printf("ALLOCATOR %s\n", sym && dladdr(sym, &info) && info.dli_fname ? info.dli_fname : "?");
 	struct cost c[BULK_NN];
-	fallback_all(size, objects, reps, c);
+	fallback_all(size, objects, reps, place, c);
 	for (size_t j = 0; j < BULK_NN; j++)
 		printf("FALLBACK n=%zu cycles=%.3f ns=%.4f\n", bulk_ns_list[j], c[j].cycles, c[j].ns);
 	return 0;
