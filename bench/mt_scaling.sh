@@ -7,7 +7,8 @@
 # cache_scratch, cache_thrash, mstress: ms, lower is better), or the wall time of the process
 # (date +%s%N) when no RESULT line is printed. A run that fails, prints a mismatch or passes
 # RUN_LIMIT seconds counts as failed and is left out of the median (the table shows how many
-# runs it is made of when any failed). Ratio = allocator / slubmalloc, oriented so that > 1
+# runs it is made of when any failed; a cell whose runs were all skipped past TIME_BUDGET reads
+# `skipped`, not `fail`). Ratio = allocator / slubmalloc, oriented so that > 1
 # means slubmalloc is better (time: other/slub; rate: slub/other).
 # Writes $OUT/mt.md (environment, one table row per workload and T) and $OUT/mt_raw.tsv (every
 # run). Runs from the repository root; meant for a many-core machine, needs no GPU.
@@ -157,14 +158,18 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 		for t in $THREADS; do
 			declare -A med=()
 			declare -A nok=()
+			declare -A nskip=()
 			for a in "${ALLOCS[@]}"; do
+				nskip[$a]=$(awk -F'\t' -v n="$name" -v t="$t" -v a="$a" '$1==n && $2==t && $4==a && $5=="skipped"' "$RAW" | wc -l)
 				med[$a]=$(awk -F'\t' -v n="$name" -v t="$t" -v a="$a" '$1==n && $2==t && $4==a && $5=="ok" {print $6}' "$RAW" | median)
 				nok[$a]=$(awk -F'\t' -v n="$name" -v t="$t" -v a="$a" '$1==n && $2==t && $4==a && $5=="ok"' "$RAW" | wc -l)
 			done
 			printf '| %s | %s | %s |' "$name" "$t" "$key"
 			for a in "${ALLOCS[@]}"; do
 				v=${med[$a]}
-				if [ "$v" = "-" ]; then
+				if [ "$v" = "-" ] && [ "${nskip[$a]}" -ge "$RUNS" ]; then
+					printf ' skipped |' # the time budget ran out first: not a failure
+				elif [ "$v" = "-" ]; then
 					printf ' fail |'
 				else
 					if [ "$key" = ops_per_s ]; then v=$(awk -v x="$v" 'BEGIN{printf "%.2fM", x/1e6}'); fi
@@ -195,7 +200,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 				fi
 			done
 			echo " ${best:--} |"
-			unset med nok
+			unset med nok nskip
 		done
 	done
 } >"$OUT/mt.md"
