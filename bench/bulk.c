@@ -261,9 +261,10 @@ struct spread {
 	const char *unit; /* what a group is */
 };
 
-static struct spread pass_spread(const double *a, const double *b, unsigned passes, unsigned per)
+static struct spread pass_spread(const double *a, const double *b, unsigned passes, unsigned per,
+				 const char *unit)
 {
-	struct spread sp = {0, 0, 0, passes, per > 1 ? "passes" : "paired runs"};
+	struct spread sp = {0, 0, 0, passes, unit};
 	for (unsigned p = 0; p < passes; p++) {
 		double x[MAX_REPS], y[MAX_REPS];
 		memcpy(x, a + p * per, per * sizeof *x);
@@ -307,7 +308,7 @@ static int check_targets(const char *what, const struct cost *fb, const struct c
 	       100 * worst, worst_n, worst <= 0.40 ? "met (<= 40%)" : "MISSED (> 40%)");
 	printf("  %s: sizes slower than the fallback: %zu (highest ratio %.1f%% at %zu", what,
 	       slower, 100 * slowest, slowest_n);
-	print_spread(pass_spread(bulk_s[slowest_j][0], fb_s[slowest_j][0], passes, reps));
+	print_spread(pass_spread(bulk_s[slowest_j][0], fb_s[slowest_j][0], passes, reps, "passes"));
 	printf("): %s\n", slower ? "MISSED" : "met");
 	return worst <= 0.40 && !slower;
 }
@@ -344,7 +345,8 @@ static size_t compare_loops(const char *what, const struct cost *ours, const str
 	printf("  %s: slower at %zu of %zu sizes, by more than 5%% at %zu (worst %+.1f%% at %zu",
 	       what, slower, BULK_NN, slower5, 100 * (worst - 1), worst_n);
 	if (ours_s && peer_s) {
-		print_spread(pass_spread(ours_s[worst_j][0], peer_s[worst_j][0], passes, 1));
+		print_spread(
+		    pass_spread(ours_s[worst_j][0], peer_s[worst_j][0], passes, 1, "paired runs"));
 		printf("; overall medians there %+.1f%%",
 		       100 * (ours[worst_j].cycles / peer[worst_j].cycles - 1));
 	}
@@ -444,11 +446,11 @@ int main(int argc, char **argv)
 			cache_fallback_at[w](cache, n, loops / 8 + 1);
 			cache_bulk_at[w](cache, n, loops / 8 + 1);
 			for (unsigned r = 0; r < reps; r++) { /* interleaved: drift hits all alike */
-				unsigned k = (pass * reps + r) % BULK_PLACES; /* all placements */
-				struct cost c[4] = {fallback_at[k](size, n, loops),
-						    bulk_at[k](size, n, loops),
-						    cache_fallback_at[k](cache, n, loops),
-						    cache_bulk_at[k](cache, n, loops)};
+				unsigned pl = (pass * reps + r) % BULK_PLACES; /* all placements */
+				struct cost c[4] = {fallback_at[pl](size, n, loops),
+						    bulk_at[pl](size, n, loops),
+						    cache_fallback_at[pl](cache, n, loops),
+						    cache_bulk_at[pl](cache, n, loops)};
 				for (int k = 0; k < 4; k++) {
 					ins[k][j][0][pass * reps + r] = c[k].cycles;
 					ins[k][j][1][pass * reps + r] = c[k].ns;
@@ -458,10 +460,10 @@ int main(int argc, char **argv)
 		/* every placement of the helper's loop; mimalloc's and slubmalloc's back to back,
 		 * first one then the other */
 		static const int order[2][NPEER] = {{0, 2, 1, 3, 4}, {2, 0, 1, 4, 3}};
-		for (unsigned k = 0; peers && k < BULK_PLACES; k++) {
+		for (unsigned pl = 0; peers && pl < BULK_PLACES; pl++) {
 			for (int q = 0; q < NPEER; q++) {
-				int i = order[(pass + k) & 1][q];
-				if (!run_peer(&pr[i], helper[i], size, objects, reps, k))
+				int i = order[(pass + pl) & 1][q];
+				if (!run_peer(&pr[i], helper[i], size, objects, reps, pl))
 					continue;
 				for (size_t j = 0; j < BULK_NN; j++) {
 					out[i][j][0][peer_runs[i]] = pr[i].c[j].cycles;
