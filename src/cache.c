@@ -11,18 +11,20 @@
  *                                                                                 counters}
  *   A thread keeps for class c two stacks of objects (its "sheaves"): malloc pops bin[c], free
  *   pushes fbin[c]; each holds objects of any slabs of c, at most cap of them (cap_grown once
- *   fbin[c] has overflowed or c has refilled twice: both stacks grow then, once, until
- *   malloc_trim). When bin[c] runs dry the two arrays swap (class_swap); when fbin[c] fills
- *   they swap if bin[c] is empty, else they grow, else fbin[c]'s older half goes back,
- *   grouped by slab (sm_flush). Excepted: in classes below a cache line, once a second thread
- *   has a cache, each swap first moves fbin[c]'s objects of slabs another thread froze last
- *   (slab->owner != fbin.key) to rbin[c], whence they go back to their slabs when it fills,
- *   so a thread never reuses a small object next to ones another thread writes (passive
- *   false sharing). Objects in a bin or a spill chain count as "in use" for their slabs. An
- *   empty bin with an empty fbin is refilled from the active slab: its spill, its shared
- *   freelist (take-all), its untouched objects (carve). A slab whose freelist holds every
- *   object it handed out (taken all by its owner, or frozen empty) starts over: the chain is
- *   dropped unread and the objects are carved again, in address order.
+ *   fbin[c] has overflowed or c has refilled twice; cap_burst, in arrays of their own,
+ *   tc->burst[c], once fbin[c] overflows again with only objects of the thread's own slabs
+ *   on it: both stacks grow, until malloc_trim). When bin[c] runs dry the two arrays swap
+ *   (class_swap); when fbin[c] fills they swap if bin[c] is empty, else they grow, else
+ *   fbin[c]'s older half goes back, grouped by slab (sm_flush). Excepted: in classes below a
+ *   cache line, once a second thread has a cache, each swap first moves fbin[c]'s objects of
+ *   slabs another thread froze last (slab->owner != fbin.key) to rbin[c], whence they go back
+ *   to their slabs when it fills, so a thread never reuses a small object next to ones
+ *   another thread writes (passive false sharing). Objects in a bin or a spill chain count as
+ *   "in use" for their slabs. An empty bin with an empty fbin is refilled from the active
+ *   slab: its spill, its shared freelist (take-all), its untouched objects (carve). A slab
+ *   whose freelist holds every object it handed out (taken all by its owner, or frozen
+ *   empty) starts over: the chain is dropped unread and the objects are carved again, in
+ *   address order.
  *
  * THE SHARED WORD: slab->word = { lo: freelist head, hi: counters = inuse (bits 0-31) |
  *   frozen (bit 32) }, 16-byte aligned, changed only with cas16() (lock cmpxchg16b).
@@ -563,15 +565,41 @@ void sm_free_array(void **v, size_t n)
 	detached_push(&d);
 }
 
-/* Both stacks of cls get the room of cap slots (their arrays have cap_grown). */
+/* Both stacks of cls get the room of cap slots (their arrays have cap_grown, or cap_burst once
+ * tc->burst[cls] holds them). */
 void sm_bins_resize(struct tcache *tc, unsigned cls, uint32_t cap)
 {
 	tc->bin[cls].lim = tc->bin[cls].slots + cap;
 	tc->fbin[cls].lim = tc->fbin[cls].slots + cap;
 }
 
+/* The two stacks of cls in arrays of cap_burst slots, mapped on the first call (the thread's
+ * block keeps the room of cap_grown only: most classes never burst, and a larger block would
+ * spread every thread's used slots over more pages); false when no memory is left. */
+static bool burst_stacks(struct tcache *tc, unsigned cls)
+{
+	if (tc->burst[cls])
+		return true;
+	uint32_t cap = sm_g.caches[cls].cap_burst;
+	void **v = sm_os_map(burst_bytes(cls)); /* zeroed: both NULL guards */
+	if (!v)
+		return false;
+	struct bin *b[2] = {&tc->bin[cls], &tc->fbin[cls]};
+	for (int k = 0; k < 2; k++) {
+		void **slots = v + 1 + k * (cap + 1);
+		uint32_t n = bin_count(b[k]);
+		memcpy(slots, b[k]->slots, n * sizeof(void *));
+		b[k]->slots = slots;
+		b[k]->top = slots + n;
+	}
+	tc->burst[cls] = v;
+	return true;
+}
+
 /* The free stack of cls is full: if malloc's stack is empty, they swap; if the class has not
- * grown yet, both stacks grow to cap_grown; else the older half goes back to the slabs. */
+ * grown yet, both stacks grow to cap_grown; if they have, and the older half holds only
+ * objects of this thread's own slabs (bursts of its own objects), to cap_burst; else the
+ * older half goes back to the slabs. */
 void sm_flush(struct tcache *tc, unsigned cls)
 {
 	if (unlikely(tc->trim_gen != __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED))) {
@@ -607,6 +635,10 @@ void sm_flush(struct tcache *tc, unsigned cls)
 				b->slots[own++] = o;
 			else
 				others[k++] = o;
+		}
+		if (!k && count < sm_g.caches[cls].cap_burst && burst_stacks(tc, cls)) {
+			sm_bins_resize(tc, cls, sm_g.caches[cls].cap_burst); /* all own, in place */
+			return;
 		}
 		if (k && !sm_depot_put(cls, others, k))
 			sm_free_array(others, k);
@@ -729,6 +761,10 @@ void sm_thread_teardown(struct tcache *tc)
 		bin_close(&tc->fbin[i]);
 		sm_drop(&tc->bin[i], &tc->src[i], 0);
 		bin_close(&tc->bin[i]);
+		if (tc->burst[i]) { /* closed stacks are never read: their arrays can go */
+			sm_os_unmap(tc->burst[i], burst_bytes(i));
+			tc->burst[i] = NULL;
+		}
 	}
 	if (tc->block)
 		block_put(tc->block);

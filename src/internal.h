@@ -111,6 +111,8 @@ struct cache {
 	uint32_t cap;          /* thread cache slots (objects) at first */
 	uint32_t cap_grown;    /* ... and once the class's free stack has overflowed, or it has
 				* refilled twice (>= cap; sm_flush, sm_refill) */
+	uint32_t cap_burst;    /* ... and once it overflows again with own objects (>= cap_grown;
+				* sm_flush) */
 	uint32_t fpoff;        /* where a free object keeps its free pointer (past a ctor's body) */
 	uint64_t inv;          /* slab_index's multiplier and rotation (struct slab) */
 	uint8_t shift;
@@ -213,6 +215,8 @@ struct tcache {
 				       * free() here, to its counted slow path (slab.c) */
 	struct src src[NCLASS];       /* slowpath: what refills come from */
 	void **block;                 /* the memory of the size classes' slots arrays */
+	void **burst[NCLASS];         /* bin[c] and fbin[c]'s arrays once grown to cap_burst
+				       * (sm_flush; unmapped at thread exit), else NULL */
 	uint32_t state;               /* enum tstate */
 	uint16_t id;                  /* this thread's id, 1..65535 (two threads may share one: a
 				       * cost, false sharing, never an error), for slab->owner */
@@ -286,6 +290,12 @@ struct sm_global {
 };
 
 extern struct sm_global sm_g;
+/* The bytes of a thread's burst arrays of cls (tcache.burst: bin's and fbin's, cap_burst slots
+ * after a NULL guard each). */
+static inline size_t burst_bytes(unsigned cls)
+{
+	return 2 * (sm_g.caches[cls].cap_burst + 1) * sizeof(void *);
+}
 /* The shortest array the bulk calls' AVX2 paths take (bulk.c): 4 once init has found AVX2 (and
  * SLUBMALLOC_AVX2 is not 0); SIZE_MAX before init and without it. */
 extern size_t sm_vec_min;

@@ -22,6 +22,8 @@ void sm_trim_self(struct tcache *tc)
 		if (bin_cap(&tc->fbin[i]) > sm_g.caches[i].cap) /* grown (sm_flush, sm_refill):
 								   * back to the first size */
 			sm_bins_resize(tc, i, sm_g.caches[i].cap);
+		if (tc->burst[i]) /* empty now: their pages go back (zero again: the guards) */
+			sm_os_purge(tc->burst[i], burst_bytes(i));
 		tc->src[i].refills = 0;
 	}
 }

@@ -1,0 +1,129 @@
+/* unit_tcache.c: a thread's two stacks per size class and how they grow (cache.c: sm_flush,
+ * burst_stacks). Rounds of "malloc N objects of 256 bytes, free them all", N above the grown
+ * stacks' room: the stacks move to arrays of cap_burst slots (tc->burst) once the free stack
+ * overflows with only the thread's own objects on it, and from then on a round is served from
+ * the stacks alone (no refill), every object distinct and intact; malloc_trim shrinks them
+ * back and the next rounds grow them again in the same arrays; a thread whose frees are of
+ * another thread's objects never gets burst arrays; threads that exit with burst arrays give
+ * them back. */
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "internal.h"
+
+#define SIZE 256
+#define N 250
+
+/* One round: N mallocs, each object filled and checked distinct from the others, then freed. */
+static void round_trip(unsigned tag)
+{
+	void *p[N];
+	for (unsigned i = 0; i < N; i++) {
+		p[i] = malloc(SIZE);
+		CHECK(p[i], "malloc(%d)", SIZE);
+		memset(p[i], (int)(tag + i) & 0xff, SIZE);
+	}
+	for (unsigned i = 0; i < N; i++) {
+		const unsigned char *c = p[i];
+		for (unsigned k = 0; k < SIZE; k++)
+			CHECK(c[k] == ((tag + i) & 0xff), "object %u of round %u changed at byte %u", i,
+			      tag, k);
+	}
+	for (unsigned i = 0; i < N; i++)
+		free(p[i]);
+}
+
+static unsigned cls_of_size(void)
+{
+	unsigned cls = sm_size_to_class(SIZE);
+	struct cache *c = &sm_g.caches[cls];
+	CHECK(c->cap_grown < N && c->cap_burst >= 2 * N,
+	      "class of %d bytes: cap_grown %u, cap_burst %u: the test needs cap_grown < %d <= "
+	      "cap_burst / 2", SIZE, c->cap_grown, c->cap_burst, N);
+	return cls;
+}
+
+/* Bursts of the thread's own objects: burst arrays, then rounds without refills; malloc_trim
+ * shrinks the stacks, the next rounds grow them again into the same arrays. */
+static void *own_bursts(void *arg)
+{
+	(void)arg;
+	unsigned cls = cls_of_size();
+	struct cache *c = &sm_g.caches[cls];
+	for (unsigned r = 0; r < 4; r++)
+		round_trip(r);
+	void **burst = sm_tc.burst[cls];
+	CHECK(burst, "own bursts of %d objects: no burst arrays (stacks of %u)", N,
+	      bin_cap(&sm_tc.fbin[cls]));
+	CHECK(bin_cap(&sm_tc.bin[cls]) == c->cap_burst && bin_cap(&sm_tc.fbin[cls]) == c->cap_burst,
+	      "burst stacks hold %u and %u, not cap_burst %u", bin_cap(&sm_tc.bin[cls]),
+	      bin_cap(&sm_tc.fbin[cls]), c->cap_burst);
+	uint32_t refills = sm_tc.src[cls].refills;
+	for (unsigned r = 4; r < 12; r++)
+		round_trip(r);
+	CHECK(sm_tc.src[cls].refills == refills, "rounds after the burst growth refilled %u times",
+	      sm_tc.src[cls].refills - refills);
+
+	malloc_trim(0); /* drains the calling thread's stacks at once */
+	CHECK(bin_count(&sm_tc.bin[cls]) == 0 && bin_count(&sm_tc.fbin[cls]) == 0 &&
+		      bin_cap(&sm_tc.fbin[cls]) == c->cap,
+	      "after malloc_trim: stacks of %u and %u objects, room %u (cap %u)",
+	      bin_count(&sm_tc.bin[cls]), bin_count(&sm_tc.fbin[cls]), bin_cap(&sm_tc.fbin[cls]),
+	      c->cap);
+	for (unsigned r = 12; r < 18; r++)
+		round_trip(r);
+	CHECK(sm_tc.burst[cls] == burst && bin_cap(&sm_tc.fbin[cls]) == c->cap_burst,
+	      "after malloc_trim, bursts did not grow the stacks again in the same arrays");
+	return NULL;
+}
+
+/* A consumer: frees, in bursts, objects another thread allocated. */
+struct handoff {
+	void *p[4][N];
+};
+
+static void *consumer(void *arg)
+{
+	struct handoff *h = arg;
+	unsigned cls = cls_of_size();
+	for (unsigned r = 0; r < 4; r++)
+		for (unsigned i = 0; i < N; i++)
+			free(h->p[r][i]);
+	CHECK(!sm_tc.burst[cls], "a thread freeing another thread's objects got burst arrays");
+	return NULL;
+}
+
+static void others_no_burst(void)
+{
+	static struct handoff h;
+	for (unsigned r = 0; r < 4; r++)
+		for (unsigned i = 0; i < N; i++) {
+			h.p[r][i] = malloc(SIZE);
+			CHECK(h.p[r][i], "malloc(%d)", SIZE);
+		}
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, consumer, &h) == 0, "pthread_create");
+	CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+}
+
+static void run_thread(void *(*fn)(void *))
+{
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, fn, NULL) == 0, "pthread_create");
+	CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+}
+
+int main(void)
+{
+	free(malloc(1)); /* set the engine up */
+	run_thread(own_bursts);
+	others_no_burst();
+	for (unsigned i = 0; i < 20; i++) /* exits with burst arrays: their teardown */
+		run_thread(own_bursts);
+	round_trip(99); /* the exited threads' objects are back for this one */
+	printf("unit_tcache: all checks passed\n");
+	return 0;
+}
