@@ -13,7 +13,7 @@
  *   pushes fbin[c]; each holds objects of any slabs of c, at most cap of them (cap_grown once
  *   fbin[c] has overflowed or c has refilled twice; cap_burst, in arrays of their own,
  *   tc->burst[c], once fbin[c] overflows again with only objects of the thread's own slabs
- *   on it: both stacks grow, until malloc_trim). When bin[c] runs dry the two arrays swap
+ *   on it, in runs of a page: both stacks grow, until malloc_trim). When bin[c] runs dry the two arrays swap
  *   (class_swap); when fbin[c] fills they swap if bin[c] is empty, else they grow, else
  *   fbin[c]'s older half goes back, grouped by slab (sm_flush). Excepted: in classes below a
  *   cache line, once a second thread has a cache, each swap first moves fbin[c]'s objects of
@@ -598,8 +598,8 @@ static bool burst_stacks(struct tcache *tc, unsigned cls)
 
 /* The free stack of cls is full: if malloc's stack is empty, they swap; if the class has not
  * grown yet, both stacks grow to cap_grown; if they have, and the older half holds only
- * objects of this thread's own slabs (bursts of its own objects), to cap_burst; else the
- * older half goes back to the slabs. */
+ * objects of this thread's own slabs, in runs of a page (bursts of its own objects), to
+ * cap_burst; else the older half goes back to the slabs. */
 void sm_flush(struct tcache *tc, unsigned cls)
 {
 	if (unlikely(tc->trim_gen != __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED))) {
@@ -621,12 +621,13 @@ void sm_flush(struct tcache *tc, unsigned cls)
 		/* objects of slabs another thread froze go to the depot, for a thread that
 		 * allocates them; this thread's own go back to their slabs, to be taken again */
 		void *others[TCACHE_GROWN_MAX];
-		uint32_t k = 0, own = 0;
+		uint32_t k = 0, own = 0, runs = 0;
 		uintptr_t page = 1; /* the last object's page (1: none yet) and whether it is ours */
 		bool mine = false;
 		for (uint32_t i = 0; i < n; i++) {
 			void *o = b->slots[i];
 			if (((uintptr_t)o ^ page) >> SPAGE_SHIFT) { /* a slab's objects come in runs */
+				runs++;
 				page = (uintptr_t)o;
 				mine = __atomic_load_n(&slab_of(page)->freezer, __ATOMIC_RELAXED) ==
 				       tc->id;
@@ -636,8 +637,12 @@ void sm_flush(struct tcache *tc, unsigned cls)
 			else
 				others[k++] = o;
 		}
-		if (!k && count < sm_g.caches[cls].cap_burst && burst_stacks(tc, cls)) {
-			sm_bins_resize(tc, cls, sm_g.caches[cls].cap_burst); /* all own, in place */
+		/* all own (and in place), in runs of 4 or more of a page: a burst, whose
+		 * objects a few slabs hold, not frees in random order, which would leave a
+		 * cached object in every other slab and keep the slabs from emptying */
+		if (!k && runs * 4 <= n && count < sm_g.caches[cls].cap_burst &&
+		    burst_stacks(tc, cls)) {
+			sm_bins_resize(tc, cls, sm_g.caches[cls].cap_burst);
 			return;
 		}
 		if (k && !sm_depot_put(cls, others, k))

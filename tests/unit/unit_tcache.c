@@ -4,8 +4,9 @@
  * overflows with only the thread's own objects on it, and from then on a round is served from
  * the stacks alone (no refill), every object distinct and intact; malloc_trim shrinks them
  * back and the next rounds grow them again in the same arrays; a thread whose frees are of
- * another thread's objects never gets burst arrays; threads that exit with burst arrays give
- * them back. */
+ * another thread's objects never gets burst arrays, nor one that frees its own objects in
+ * random order (a cached object in every other slab would keep the slabs from emptying:
+ * tests/rss_test); threads that exit with burst arrays give them back. */
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -109,6 +110,30 @@ static void others_no_burst(void)
 	CHECK(pthread_join(t, NULL) == 0, "pthread_join");
 }
 
+/* Frees of the thread's own objects, in random order, many slabs' worth. */
+static void *random_frees(void *arg)
+{
+	(void)arg;
+	unsigned cls = cls_of_size();
+	enum { M = 8192 };
+	static void *p[M]; /* one thread at a time runs this */
+	for (unsigned i = 0; i < M; i++) {
+		p[i] = malloc(SIZE);
+		CHECK(p[i], "malloc(%d)", SIZE);
+	}
+	uint64_t x = 88172645463325252ULL; /* xorshift */
+	for (unsigned i = M - 1; i > 0; i--) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		unsigned j = (unsigned)(x % (i + 1));
+		void *t = p[i];
+		p[i] = p[j], p[j] = t;
+	}
+	for (unsigned i = 0; i < M; i++)
+		free(p[i]);
+	CHECK(!sm_tc.burst[cls], "frees in random order got burst arrays");
+	return NULL;
+}
+
 static void run_thread(void *(*fn)(void *))
 {
 	pthread_t t;
@@ -121,6 +146,7 @@ int main(void)
 	free(malloc(1)); /* set the engine up */
 	run_thread(own_bursts);
 	others_no_burst();
+	run_thread(random_frees);
 	for (unsigned i = 0; i < 20; i++) /* exits with burst arrays: their teardown */
 		run_thread(own_bursts);
 	round_trip(99); /* the exited threads' objects are back for this one */
