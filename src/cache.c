@@ -12,17 +12,17 @@
  *   A thread keeps for class c two stacks of objects (its "sheaves"): malloc pops bin[c], free
  *   pushes fbin[c]; each holds objects of any slabs of c, at most cap of them (cap_grown once
  *   fbin[c] has overflowed or c has refilled twice; cap_burst, in arrays of their own,
- *   tc->burst[c], once fbin[c] overflows again with only objects of the thread's own slabs
- *   on it, in runs of a page: both stacks grow, until malloc_trim). When bin[c] runs dry the two arrays swap
- *   (class_swap); when fbin[c] fills they swap if bin[c] is empty, else they grow, else
- *   fbin[c]'s older half goes back, grouped by slab (sm_flush). Excepted: in classes below a
- *   cache line, once a second thread has a cache, each swap first moves fbin[c]'s objects of
- *   slabs another thread froze last (slab->owner != fbin.key) to rbin[c], whence they go back
- *   to their slabs when it fills, so a thread never reuses a small object next to ones
- *   another thread writes (passive false sharing). Objects in a bin or a spill chain count as
- *   "in use" for their slabs. An empty bin with an empty fbin is refilled from the active
- *   slab: its spill, its shared freelist (take-all), its untouched objects (carve). A slab
- *   whose freelist holds every object it handed out (taken all by its owner, or frozen
+ *   tc->burst[c], once fbin[c] overflows again with only objects of the thread's own slabs on
+ *   it, in runs of a page: both stacks grow, until malloc_trim). When bin[c] runs dry the two
+ *   arrays swap (class_swap); when fbin[c] fills they swap if bin[c] is empty, else they grow,
+ *   else fbin[c]'s older half goes back, grouped by slab (sm_flush). Excepted: in classes
+ *   below a cache line, once a second thread has a cache, each swap first moves fbin[c]'s
+ *   objects of slabs another thread froze last (slab->owner != fbin.key) to rbin[c], whence
+ *   they go back to their slabs when it fills, so a thread never reuses a small object next to
+ *   ones another thread writes (passive false sharing). Objects in a bin or a spill chain
+ *   count as "in use" for their slabs. An empty bin with an empty fbin is refilled from the
+ *   active slab: its spill, its shared freelist (take-all), its untouched objects (carve). A
+ *   slab whose freelist holds every object it handed out (taken all by its owner, or frozen
  *   empty) starts over: the chain is dropped unread and the objects are carved again, in
  *   address order.
  *
