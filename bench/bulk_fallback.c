@@ -4,10 +4,20 @@
  * Usage: bulk_fallback SIZE OBJECTS REPS [PLACE]
  * PLACE (0..3, default 0): which of the loop's placements runs (bulk_common.h: BULK_PLACED).
  * Prints `ALLOCATOR <file that malloc resolves to>`, then for each bulk size
- * `FALLBACK n=N cycles=C ns=T` (median of REPS runs of about OBJECTS objects). */
+ * `FALLBACK n=N cycles=C ns=T` (median of REPS runs of about OBJECTS objects).
+ * Built four ways (bench/meson.build): both calls through the GOT (-fno-plt, the project's
+ * default), both through the PLT, and, with gcc (its noplt attribute), one of each:
+ * -DGOT_MALLOC (malloc through the GOT, free through the PLT) or -DGOT_FREE; bench/call_forms.sh
+ * runs them all. */
 #include <dlfcn.h>
 
 #include "bulk_common.h"
+
+#if defined(GOT_MALLOC)
+void *malloc(size_t size) __attribute__((noplt));
+#elif defined(GOT_FREE)
+void free(void *p) __attribute__((noplt));
+#endif
 
 static size_t arg_num(const char *s)
 {
