@@ -25,6 +25,16 @@ static size_t bulk_fail(size_t got, void **ptrs)
 	return 0;
 }
 
+/* The same for objects of small classes taken by sm_take_n: straight back to their slabs,
+ * grouped by slab, not through the thread's stacks, which would keep them (memory has just
+ * run out). */
+static SM_COLD size_t take_fail(size_t got, void **ptrs)
+{
+	sm_free_array(ptrs, (uint32_t)got);
+	errno = ENOMEM;
+	return 0;
+}
+
 /* One at a time, for large sizes and for threads without a cache of their own. */
 static size_t alloc_each(size_t size, size_t n, void **ptrs)
 {
@@ -72,7 +82,7 @@ static SM_COLD size_t alloc_slow(size_t size, size_t n, void **ptrs)
 		return alloc_each(size, n, ptrs);
 	size_t got = sm_take_n(&sm_g.caches[cls], tc->id, &tc->bin[cls], &tc->fbin[cls],
 			       &tc->src[cls], ptrs, n);
-	return got == n ? n : bulk_fail(got, ptrs);
+	return got == n ? n : take_fail(got, ptrs);
 }
 
 static SM_COLD size_t malloc_bulk_slow(size_t size, size_t n, void **ptrs)
