@@ -596,6 +596,16 @@ static bool burst_stacks(struct tcache *tc, unsigned cls)
 	return true;
 }
 
+/* Objects of slabs another thread froze, from a flush: in classes of a cache line or more to
+ * the depot, for a thread that allocates them; below a line (which class_swap keeps from
+ * being reused here) and when the depot is full, back to their slabs. */
+#define OTHERS_CHUNK 512
+static void others_back(unsigned cls, void **o, uint32_t k)
+{
+	if (sm_g.caches[cls].size < 64 || !sm_depot_put(cls, o, k))
+		sm_free_array(o, k);
+}
+
 /* The free stack of cls is full: if malloc's stack is empty, they swap; if the class has not
  * grown yet, both stacks grow to cap_grown; if they have, and the older half holds only
  * objects of this thread's own slabs, in runs of a page (bursts of its own objects), to
@@ -617,40 +627,41 @@ void sm_flush(struct tcache *tc, unsigned cls)
 		sm_bins_resize(tc, cls, sm_g.caches[cls].cap_grown);
 		return;
 	}
-	if (sm_g.caches[cls].size >= 64) {
-		/* objects of slabs another thread froze go to the depot, for a thread that
-		 * allocates them; this thread's own go back to their slabs, to be taken again */
-		void *others[TCACHE_GROWN_MAX];
-		uint32_t k = 0, own = 0, runs = 0;
-		uintptr_t page = 1; /* the last object's page (1: none yet) and whether it is ours */
-		bool mine = false;
-		for (uint32_t i = 0; i < n; i++) {
-			void *o = b->slots[i];
-			if (((uintptr_t)o ^ page) >> SPAGE_SHIFT) { /* a slab's objects come in runs */
-				runs++;
-				page = (uintptr_t)o;
-				mine = __atomic_load_n(&slab_of(page)->freezer, __ATOMIC_RELAXED) ==
-				       tc->id;
+	/* the older half: this thread's own objects back to their slabs, to be taken again;
+	 * those of slabs another thread froze through others[] (others_back) */
+	void *others[OTHERS_CHUNK];
+	uint32_t k = 0, own = 0, runs = 0, foreign = 0;
+	uintptr_t page = 1; /* the last object's page (1: none yet) and whether it is ours */
+	bool mine = false;
+	for (uint32_t i = 0; i < n; i++) {
+		void *o = b->slots[i];
+		if (((uintptr_t)o ^ page) >> SPAGE_SHIFT) { /* a slab's objects come in runs */
+			runs++;
+			page = (uintptr_t)o;
+			mine = __atomic_load_n(&slab_of(page)->freezer, __ATOMIC_RELAXED) == tc->id;
+		}
+		if (mine) {
+			b->slots[own++] = o;
+		} else {
+			others[k++] = o;
+			if (k == OTHERS_CHUNK) {
+				others_back(cls, others, k);
+				foreign += k;
+				k = 0;
 			}
-			if (mine)
-				b->slots[own++] = o;
-			else
-				others[k++] = o;
 		}
-		/* all own (and in place), in runs of 4 or more of a page: a burst, whose
-		 * objects a few slabs hold, not frees in random order, which would leave a
-		 * cached object in every other slab and keep the slabs from emptying */
-		if (!k && runs * 4 <= n && count < sm_g.caches[cls].cap_burst &&
-		    burst_stacks(tc, cls)) {
-			sm_bins_resize(tc, cls, sm_g.caches[cls].cap_burst);
-			return;
-		}
-		if (k && !sm_depot_put(cls, others, k))
-			sm_free_array(others, k);
-		sm_free_array(b->slots, own);
-	} else {
-		sm_free_array(b->slots, n);
 	}
+	/* all own (and in place), in runs of 4 or more of a page: a burst, whose objects a
+	 * few slabs hold, not frees in random order, which would leave a cached object in
+	 * every other slab and keep the slabs from emptying */
+	if (!foreign && !k && runs * 4 <= n && count < sm_g.caches[cls].cap_burst &&
+	    burst_stacks(tc, cls)) {
+		sm_bins_resize(tc, cls, sm_g.caches[cls].cap_burst);
+		return;
+	}
+	if (k)
+		others_back(cls, others, k);
+	sm_free_array(b->slots, own);
 	memmove(b->slots, b->slots + n, (count - n) * sizeof(void *));
 	b->top -= n;
 }

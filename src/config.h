@@ -34,15 +34,16 @@
 						 * swaps, keeps the smaller stacks and reuses
 						 * fewer lines */
 #define TCACHE_GROWN_MAX 512                    /* ... and at most this many objects */
-#define TCACHE_BURST_BYTES 131072               /* a grown class whose free stack overflows
+#define TCACHE_BURST_BYTES 262144               /* a grown class whose free stack overflows
 						 * again with only objects of this thread's
 						 * own slabs on it (bursts of frees of what
 						 * it just allocated, larger than the grown
 						 * stacks) caches this many bytes (at most
-						 * TCACHE_GROWN_MAX objects): its loop keeps
+						 * TCACHE_BURST_MAX objects): its loop keeps
 						 * its objects instead of flushing and
 						 * refilling each round; a consumer's frees
 						 * of others' objects never grow it */
+#define TCACHE_BURST_MAX 8192                   /* (tcmalloc's longest thread free list) */
 #define SHORT_BULK 4                            /* bulk frees of fewer pointers skip the runs
                                                  * (their setup costs more than it saves) */
 #define DEPOT_MAX 512                           /* objects a class's depot holds, at most

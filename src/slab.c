@@ -43,7 +43,7 @@ void sm_cache_setup(struct cache *c, const char *name, uint32_t size, uint16_t c
 	cap = cap > TCACHE_GROWN_MAX ? TCACHE_GROWN_MAX : cap;
 	c->cap_grown = cap > c->cap ? cap : c->cap;
 	cap = TCACHE_BURST_BYTES / size;
-	cap = cap > TCACHE_GROWN_MAX ? TCACHE_GROWN_MAX : cap;
+	cap = cap > TCACHE_BURST_MAX ? TCACHE_BURST_MAX : cap;
 	c->cap_burst = cap > c->cap_grown ? cap : c->cap_grown;
 	size_t n = strlen(name);
 	if (n >= sizeof c->name)

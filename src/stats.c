@@ -83,7 +83,7 @@ static uint32_t held_in(struct bin *b)
 {
 	void **top = __atomic_load_n(&b->top, __ATOMIC_RELAXED);
 	void **slots = __atomic_load_n(&b->slots, __ATOMIC_RELAXED);
-	return top >= slots && top - slots <= TCACHE_GROWN_MAX ? (uint32_t)(top - slots) : 0;
+	return top >= slots && top - slots <= TCACHE_BURST_MAX ? (uint32_t)(top - slots) : 0;
 }
 
 static void census_tcache(struct tcache *tc, void *arg)

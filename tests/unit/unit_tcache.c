@@ -1,6 +1,6 @@
 /* unit_tcache.c: a thread's two stacks per size class and how they grow (cache.c: sm_flush,
- * burst_stacks). Rounds of "malloc N objects of 256 bytes, free them all", N above the grown
- * stacks' room: the stacks move to arrays of cap_burst slots (tc->burst) once the free stack
+ * burst_stacks). Rounds of "malloc N objects, free them all", N above the grown stacks' room,
+ * for 256-byte objects (N 250) and for 48-byte ones, below a cache line (N 1000): the stacks move to arrays of cap_burst slots (tc->burst) once the free stack
  * overflows with only the thread's own objects on it, and from then on a round is served from
  * the stacks alone (no refill), every object distinct and intact; malloc_trim shrinks them
  * back and the next rounds grow them again in the same arrays; a thread whose frees are of
@@ -15,16 +15,17 @@
 #include "check.h"
 #include "internal.h"
 
-#define SIZE 256
-#define N 250
+#define N_MAX 1000
+static size_t SIZE;  /* the case's object size and round length (main) */
+static unsigned N;
 
 /* One round: N mallocs, each object filled and checked distinct from the others, then freed. */
 static void round_trip(unsigned tag)
 {
-	void *p[N];
+	void *p[N_MAX];
 	for (unsigned i = 0; i < N; i++) {
 		p[i] = malloc(SIZE);
-		CHECK(p[i], "malloc(%d)", SIZE);
+		CHECK(p[i], "malloc(%zu)", SIZE);
 		memset(p[i], (int)(tag + i) & 0xff, SIZE);
 	}
 	for (unsigned i = 0; i < N; i++) {
@@ -42,7 +43,7 @@ static unsigned cls_of_size(void)
 	unsigned cls = sm_size_to_class(SIZE);
 	struct cache *c = &sm_g.caches[cls];
 	CHECK(c->cap_grown < N && c->cap_burst >= 2 * N,
-	      "class of %d bytes: cap_grown %u, cap_burst %u: the test needs cap_grown < %d <= "
+	      "class of %zu bytes: cap_grown %u, cap_burst %u: the test needs cap_grown < %u <= "
 	      "cap_burst / 2", SIZE, c->cap_grown, c->cap_burst, N);
 	return cls;
 }
@@ -57,7 +58,7 @@ static void *own_bursts(void *arg)
 	for (unsigned r = 0; r < 4; r++)
 		round_trip(r);
 	void **burst = sm_tc.burst[cls];
-	CHECK(burst, "own bursts of %d objects: no burst arrays (stacks of %u)", N,
+	CHECK(burst, "own bursts of %u objects: no burst arrays (stacks of %u)", N,
 	      bin_cap(&sm_tc.fbin[cls]));
 	CHECK(bin_cap(&sm_tc.bin[cls]) == c->cap_burst && bin_cap(&sm_tc.fbin[cls]) == c->cap_burst,
 	      "burst stacks hold %u and %u, not cap_burst %u", bin_cap(&sm_tc.bin[cls]),
@@ -83,7 +84,7 @@ static void *own_bursts(void *arg)
 
 /* A consumer: frees, in bursts, objects another thread allocated. */
 struct handoff {
-	void *p[4][N];
+	void *p[4][N_MAX];
 };
 
 static void *consumer(void *arg)
@@ -103,7 +104,7 @@ static void others_no_burst(void)
 	for (unsigned r = 0; r < 4; r++)
 		for (unsigned i = 0; i < N; i++) {
 			h.p[r][i] = malloc(SIZE);
-			CHECK(h.p[r][i], "malloc(%d)", SIZE);
+			CHECK(h.p[r][i], "malloc(%zu)", SIZE);
 		}
 	pthread_t t;
 	CHECK(pthread_create(&t, NULL, consumer, &h) == 0, "pthread_create");
@@ -119,7 +120,7 @@ static void *random_frees(void *arg)
 	static void *p[M]; /* one thread at a time runs this */
 	for (unsigned i = 0; i < M; i++) {
 		p[i] = malloc(SIZE);
-		CHECK(p[i], "malloc(%d)", SIZE);
+		CHECK(p[i], "malloc(%zu)", SIZE);
 	}
 	uint64_t x = 88172645463325252ULL; /* xorshift */
 	for (unsigned i = M - 1; i > 0; i--) {
@@ -144,12 +145,20 @@ static void run_thread(void *(*fn)(void *))
 int main(void)
 {
 	free(malloc(1)); /* set the engine up */
-	run_thread(own_bursts);
-	others_no_burst();
-	run_thread(random_frees);
-	for (unsigned i = 0; i < 20; i++) /* exits with burst arrays: their teardown */
+	static const struct {
+		size_t size;
+		unsigned n;
+	} cases[] = {{256, 250}, {48, N_MAX}};
+	for (unsigned k = 0; k < 2; k++) {
+		SIZE = cases[k].size, N = cases[k].n;
+		printf("objects of %zu bytes, rounds of %u\n", SIZE, N);
 		run_thread(own_bursts);
-	round_trip(99); /* the exited threads' objects are back for this one */
+		others_no_burst();
+		run_thread(random_frees);
+		for (unsigned i = 0; i < 20; i++) /* exits with burst arrays: their teardown */
+			run_thread(own_bursts);
+		round_trip(99); /* the exited threads' objects are back for this one */
+	}
 	printf("unit_tcache: all checks passed\n");
 	return 0;
 }
