@@ -575,15 +575,20 @@ void sm_bins_resize(struct tcache *tc, unsigned cls, uint32_t cap)
 
 /* The two stacks of cls in arrays of cap_burst slots, mapped on the first call (the thread's
  * block keeps the room of cap_grown only: most classes never burst, and a larger block would
- * spread every thread's used slots over more pages); false when no memory is left. */
+ * spread every thread's used slots over more pages); false when no memory is left, or when
+ * they would take the thread's burst stacks past TCACHE_BURST_BUDGET. */
 static bool burst_stacks(struct tcache *tc, unsigned cls)
 {
 	if (tc->burst[cls])
 		return true;
 	uint32_t cap = sm_g.caches[cls].cap_burst;
+	uint64_t held = (uint64_t)cap * sm_g.caches[cls].size;
+	if (tc->burst_held + held > TCACHE_BURST_BUDGET)
+		return false;
 	void **v = sm_os_map(burst_bytes(cls)); /* zeroed: both NULL guards */
 	if (!v)
 		return false;
+	tc->burst_held += held;
 	struct bin *b[2] = {&tc->bin[cls], &tc->fbin[cls]};
 	for (int k = 0; k < 2; k++) {
 		void **slots = v + 1 + k * (cap + 1);
@@ -782,6 +787,7 @@ void sm_thread_teardown(struct tcache *tc)
 			tc->burst[i] = NULL;
 		}
 	}
+	tc->burst_held = 0;
 	if (tc->block)
 		block_put(tc->block);
 	tc->block = NULL;

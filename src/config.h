@@ -44,6 +44,10 @@
 						 * refilling each round; a consumer's frees
 						 * of others' objects never grow it */
 #define TCACHE_BURST_MAX 8192                   /* (tcmalloc's longest thread free list) */
+#define TCACHE_BURST_BUDGET (1024 * 1024)       /* a thread's burst stacks, all classes
+						 * together, hold at most this many bytes of
+						 * objects: a class whose stacks would pass
+						 * it keeps cap_grown */
 #define SHORT_BULK 4                            /* bulk frees of fewer pointers skip the runs
                                                  * (their setup costs more than it saves) */
 #define DEPOT_MAX 512                           /* objects a class's depot holds, at most

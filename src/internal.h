@@ -217,6 +217,9 @@ struct tcache {
 	void **block;                 /* the memory of the size classes' slots arrays */
 	void **burst[NCLASS];         /* bin[c] and fbin[c]'s arrays once grown to cap_burst
 				       * (sm_flush; unmapped at thread exit), else NULL */
+	uint64_t burst_held;          /* the bytes of objects those stacks may hold: the sum
+				       * of cap_burst x size over classes with arrays, at
+				       * most TCACHE_BURST_BUDGET */
 	uint32_t state;               /* enum tstate */
 	uint16_t id;                  /* this thread's id, 1..65535 (two threads may share one: a
 				       * cost, false sharing, never an error), for slab->owner */

@@ -6,9 +6,11 @@
  * back and the next rounds grow them again in the same arrays; a thread whose frees are of
  * another thread's objects never gets burst arrays, nor one that frees its own objects in
  * random order (a cached object in every other slab would keep the slabs from emptying:
- * tests/rss_test); threads that exit with burst arrays give them back. */
+ * tests/rss_test); threads that exit with burst arrays give them back; a thread's burst
+ * stacks together stay within TCACHE_BURST_BUDGET. */
 #include <malloc.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -135,6 +137,45 @@ static void *random_frees(void *arg)
 	return NULL;
 }
 
+/* Own bursts in more classes than the thread's burst budget holds: classes get burst arrays
+ * in the order they burst while their objects fit in TCACHE_BURST_BUDGET, the rest keep their
+ * grown stacks (and still work). */
+static void *budget_bursts(void *arg)
+{
+	(void)arg;
+	static const size_t sizes[] = {256, 320, 384, 448, 512, 640, 768, 896};
+	uint64_t expect = 0;
+	unsigned with = 0, without = 0;
+	N = 250;
+	for (unsigned k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+		SIZE = sizes[k];
+		unsigned cls = sm_size_to_class(SIZE);
+		struct cache *c = &sm_g.caches[cls];
+		CHECK(c->cap_grown < N, "class of %zu bytes: cap_grown %u, not below %u", SIZE,
+		      c->cap_grown, N);
+		for (unsigned r = 0; r < 4; r++)
+			round_trip(r);
+		uint64_t held = (uint64_t)c->cap_burst * c->size;
+		bool fits = expect + held <= TCACHE_BURST_BUDGET;
+		CHECK(!!sm_tc.burst[cls] == fits,
+		      "class of %zu bytes (%llu bytes of burst stacks, %llu held before): burst "
+		      "arrays %s, budget %u", SIZE, (unsigned long long)held,
+		      (unsigned long long)expect, sm_tc.burst[cls] ? "given" : "refused",
+		      TCACHE_BURST_BUDGET);
+		if (fits)
+			expect += held, with++;
+		else
+			without++;
+		CHECK(sm_tc.burst_held == expect, "burst_held %llu, expected %llu",
+		      (unsigned long long)sm_tc.burst_held, (unsigned long long)expect);
+	}
+	CHECK(with && without, "the budget was not reached (%u classes with arrays, %u without)",
+	      with, without);
+	printf("  burst budget: %u classes with burst arrays (%llu bytes), %u without\n", with,
+	       (unsigned long long)expect, without);
+	return NULL;
+}
+
 static void run_thread(void *(*fn)(void *))
 {
 	pthread_t t;
@@ -159,6 +200,7 @@ int main(void)
 			run_thread(own_bursts);
 		round_trip(99); /* the exited threads' objects are back for this one */
 	}
+	run_thread(budget_bursts);
 	printf("unit_tcache: all checks passed\n");
 	return 0;
 }
