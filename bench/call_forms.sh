@@ -17,11 +17,9 @@ unset LD_PRELOAD
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-BUILD_DIR=${BUILD_DIR:-build}
-case "$BUILD_DIR" in
-/*) BUILD_ABS=$BUILD_DIR ;;
-*) BUILD_ABS=$ROOT/$BUILD_DIR ;;
-esac
+# shellcheck source=bench/peers.sh
+. "$ROOT/bench/peers.sh"
+set_build_dir
 note() { echo "call_forms: $*" >&2; }
 die() {
 	note "$*"
@@ -41,8 +39,6 @@ done
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer"
 [[ "$SIZE" =~ ^[1-9][0-9]*$ ]] || die "--size must be a positive integer"
 
-# shellcheck source=bench/peers.sh
-. "$ROOT/bench/peers.sh"
 install_packages meson ninja-build gcc libmimalloc-dev python3
 if [ -x /usr/bin/python3 ]; then PY=/usr/bin/python3; else PY=$(command -v python3) || die "python3 not found"; fi
 TMPD=$(mktemp -d "${TMPDIR:-/tmp}/slub-forms.XXXXXX")

@@ -21,11 +21,6 @@ unset LD_PRELOAD
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-BUILD_DIR=${BUILD_DIR:-build}
-case "$BUILD_DIR" in
-/*) BUILD_ABS=$BUILD_DIR ;;
-*) BUILD_ABS=$ROOT/$BUILD_DIR ;;
-esac
 START_EPOCH=$(date +%s)
 
 # ---------------------------------------------------------------- workloads
@@ -138,6 +133,7 @@ PACKAGES=(hyperfine meson ninja-build gcc libjemalloc-dev libmimalloc-dev libgoo
 	time python3 python3-matplotlib sqlite3)
 # shellcheck source=bench/peers.sh
 . "$ROOT/bench/peers.sh"
+set_build_dir
 install_packages "${PACKAGES[@]}"
 for tool in hyperfine meson ninja cc; do
 	command -v "$tool" >/dev/null 2>&1 || die "'$tool' not found (apt-get install hyperfine meson ninja-build gcc)"

@@ -1,4 +1,5 @@
-# bench/peers.sh: sourced by compare.sh and rss.sh; defines functions only. install_packages
+# bench/peers.sh: sourced by compare.sh, rss.sh and call_forms.sh; defines functions only.
+# set_build_dir sets BUILD_ABS from BUILD_DIR (needs ROOT). install_packages
 # installs the Debian packages that are missing (as root, with apt-get; INSTALL=0: never).
 # build_release builds the given targets in BUILD_ABS (set up as a release build if needed;
 # another buildtype is refused; needs BUILD_DIR, TMPD and PY).
@@ -27,6 +28,14 @@ install_packages() { # install_packages PACKAGE...
 	else
 		note "missing packages (not root, not installing): ${missing[*]}"
 	fi
+}
+
+set_build_dir() { # BUILD_DIR (default build; absolute, or relative to ROOT) -> BUILD_ABS
+	BUILD_DIR=${BUILD_DIR:-build}
+	case "$BUILD_DIR" in
+	/*) BUILD_ABS=$BUILD_DIR ;;
+	*) BUILD_ABS=$ROOT/$BUILD_DIR ;;
+	esac
 }
 
 build_release() { # build_release TARGET...

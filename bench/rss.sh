@@ -27,11 +27,6 @@ unset LD_PRELOAD
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-BUILD_DIR=${BUILD_DIR:-build}
-case "$BUILD_DIR" in
-/*) BUILD_ABS=$BUILD_DIR ;;
-*) BUILD_ABS=$ROOT/$BUILD_DIR ;;
-esac
 START_EPOCH=$(date +%s)
 ALLOCATORS=(glibc jemalloc mimalloc tcmalloc slubmalloc)
 RUN_LIMIT=300 # seconds; a run that takes longer (a hang) is killed and counted as failed
@@ -95,6 +90,7 @@ PACKAGES=(meson ninja-build gcc libjemalloc-dev libmimalloc-dev libgoogle-perfto
 	python3 python3-matplotlib)
 # shellcheck source=bench/peers.sh
 . "$ROOT/bench/peers.sh"
+set_build_dir
 install_packages "${PACKAGES[@]}"
 for tool in meson ninja cc timeout; do
 	command -v "$tool" >/dev/null 2>&1 || die "'$tool' not found (apt-get install meson ninja-build gcc)"
