@@ -1,6 +1,7 @@
 /* unit_tcache.c: a thread's two stacks per size class and how they grow (cache.c: sm_flush,
- * burst_stacks). Rounds of "malloc N objects, free them all", N above the grown stacks' room,
- * for 256-byte objects (N 250) and for 48-byte ones, below a cache line (N 1000): the stacks move to arrays of cap_burst slots (tc->burst) once the free stack
+ * burst_stacks). Rounds of "malloc case_n objects, free them all", case_n above the grown
+ * stacks' room, for 256-byte objects (case_n 250) and for 48-byte ones, below a cache line
+ * (case_n 1000): the stacks move to arrays of cap_burst slots (tc->burst) once the free stack
  * overflows with only the thread's own objects on it, and from then on a round is served from
  * the stacks alone (no refill), every object distinct and intact; malloc_trim shrinks them
  * back and the next rounds grow them again in the same arrays; a thread whose frees are of
@@ -18,35 +19,36 @@
 #include "internal.h"
 
 #define N_MAX 1000
-static size_t SIZE;  /* the case's object size and round length (main) */
-static unsigned N;
+static size_t case_size;  /* the case's object size and round length (main) */
+static unsigned case_n;
 
-/* One round: N mallocs, each object filled and checked distinct from the others, then freed. */
+/* One round: case_n mallocs, each object filled and checked distinct from the others, then
+ * freed. */
 static void round_trip(unsigned tag)
 {
 	void *p[N_MAX];
-	for (unsigned i = 0; i < N; i++) {
-		p[i] = malloc(SIZE);
-		CHECK(p[i], "malloc(%zu)", SIZE);
-		memset(p[i], (int)(tag + i) & 0xff, SIZE);
+	for (unsigned i = 0; i < case_n; i++) {
+		p[i] = malloc(case_size);
+		CHECK(p[i], "malloc(%zu)", case_size);
+		memset(p[i], (int)(tag + i) & 0xff, case_size);
 	}
-	for (unsigned i = 0; i < N; i++) {
+	for (unsigned i = 0; i < case_n; i++) {
 		const unsigned char *c = p[i];
-		for (unsigned k = 0; k < SIZE; k++)
+		for (unsigned k = 0; k < case_size; k++)
 			CHECK(c[k] == ((tag + i) & 0xff), "object %u of round %u changed at byte %u", i,
 			      tag, k);
 	}
-	for (unsigned i = 0; i < N; i++)
+	for (unsigned i = 0; i < case_n; i++)
 		free(p[i]);
 }
 
 static unsigned cls_of_size(void)
 {
-	unsigned cls = sm_size_to_class(SIZE);
+	unsigned cls = sm_size_to_class(case_size);
 	struct cache *c = &sm_g.caches[cls];
-	CHECK(c->cap_grown < N && c->cap_burst >= 2 * N,
+	CHECK(c->cap_grown < case_n && c->cap_burst >= 2 * case_n,
 	      "class of %zu bytes: cap_grown %u, cap_burst %u: the test needs cap_grown < %u <= "
-	      "cap_burst / 2", SIZE, c->cap_grown, c->cap_burst, N);
+	      "cap_burst / 2", case_size, c->cap_grown, c->cap_burst, case_n);
 	return cls;
 }
 
@@ -60,7 +62,7 @@ static void *own_bursts(void *arg)
 	for (unsigned r = 0; r < 4; r++)
 		round_trip(r);
 	void **burst = sm_tc.burst[cls];
-	CHECK(burst, "own bursts of %u objects: no burst arrays (stacks of %u)", N,
+	CHECK(burst, "own bursts of %u objects: no burst arrays (stacks of %u)", case_n,
 	      bin_cap(&sm_tc.fbin[cls]));
 	CHECK(bin_cap(&sm_tc.bin[cls]) == c->cap_burst && bin_cap(&sm_tc.fbin[cls]) == c->cap_burst,
 	      "burst stacks hold %u and %u, not cap_burst %u", bin_cap(&sm_tc.bin[cls]),
@@ -94,7 +96,7 @@ static void *consumer(void *arg)
 	struct handoff *h = arg;
 	unsigned cls = cls_of_size();
 	for (unsigned r = 0; r < 4; r++)
-		for (unsigned i = 0; i < N; i++)
+		for (unsigned i = 0; i < case_n; i++)
 			free(h->p[r][i]);
 	CHECK(!sm_tc.burst[cls], "a thread freeing another thread's objects got burst arrays");
 	return NULL;
@@ -104,9 +106,9 @@ static void others_no_burst(void)
 {
 	static struct handoff h;
 	for (unsigned r = 0; r < 4; r++)
-		for (unsigned i = 0; i < N; i++) {
-			h.p[r][i] = malloc(SIZE);
-			CHECK(h.p[r][i], "malloc(%zu)", SIZE);
+		for (unsigned i = 0; i < case_n; i++) {
+			h.p[r][i] = malloc(case_size);
+			CHECK(h.p[r][i], "malloc(%zu)", case_size);
 		}
 	pthread_t t;
 	CHECK(pthread_create(&t, NULL, consumer, &h) == 0, "pthread_create");
@@ -121,8 +123,8 @@ static void *random_frees(void *arg)
 	enum { M = 8192 };
 	static void *p[M]; /* one thread at a time runs this */
 	for (unsigned i = 0; i < M; i++) {
-		p[i] = malloc(SIZE);
-		CHECK(p[i], "malloc(%zu)", SIZE);
+		p[i] = malloc(case_size);
+		CHECK(p[i], "malloc(%zu)", case_size);
 	}
 	uint64_t x = 88172645463325252ULL; /* xorshift */
 	for (unsigned i = M - 1; i > 0; i--) {
@@ -146,20 +148,20 @@ static void *budget_bursts(void *arg)
 	static const size_t sizes[] = {256, 320, 384, 448, 512, 640, 768, 896};
 	uint64_t expect = 0;
 	unsigned with = 0, without = 0;
-	N = 250;
+	case_n = 250;
 	for (unsigned k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
-		SIZE = sizes[k];
-		unsigned cls = sm_size_to_class(SIZE);
+		case_size = sizes[k];
+		unsigned cls = sm_size_to_class(case_size);
 		struct cache *c = &sm_g.caches[cls];
-		CHECK(c->cap_grown < N, "class of %zu bytes: cap_grown %u, not below %u", SIZE,
-		      c->cap_grown, N);
+		CHECK(c->cap_grown < case_n, "class of %zu bytes: cap_grown %u, not below %u", case_size,
+		      c->cap_grown, case_n);
 		for (unsigned r = 0; r < 4; r++)
 			round_trip(r);
 		uint64_t held = (uint64_t)c->cap_burst * c->size;
 		bool fits = expect + held <= TCACHE_BURST_BUDGET;
 		CHECK(!!sm_tc.burst[cls] == fits,
 		      "class of %zu bytes (%llu bytes of burst stacks, %llu held before): burst "
-		      "arrays %s, budget %u", SIZE, (unsigned long long)held,
+		      "arrays %s, budget %u", case_size, (unsigned long long)held,
 		      (unsigned long long)expect, sm_tc.burst[cls] ? "given" : "refused",
 		      TCACHE_BURST_BUDGET);
 		if (fits)
@@ -191,8 +193,8 @@ int main(void)
 		unsigned n;
 	} cases[] = {{256, 250}, {48, N_MAX}};
 	for (unsigned k = 0; k < 2; k++) {
-		SIZE = cases[k].size, N = cases[k].n;
-		printf("objects of %zu bytes, rounds of %u\n", SIZE, N);
+		case_size = cases[k].size, case_n = cases[k].n;
+		printf("objects of %zu bytes, rounds of %u\n", case_size, case_n);
 		run_thread(own_bursts);
 		others_no_burst();
 		run_thread(random_frees);
