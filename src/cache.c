@@ -573,6 +573,22 @@ void sm_bins_resize(struct tcache *tc, unsigned cls, uint32_t cap)
 	tc->fbin[cls].lim = tc->fbin[cls].slots + cap;
 }
 
+/* The bytes of objects burst stacks of cls hold at most. */
+static uint64_t burst_objects(unsigned cls)
+{
+	return (uint64_t)sm_g.caches[cls].cap_burst * sm_g.caches[cls].size;
+}
+
+/* The bytes of objects the thread's burst stacks, all classes with arrays, hold at most. */
+uint64_t sm_burst_held(const struct tcache *tc)
+{
+	uint64_t held = 0;
+	for (unsigned i = 0; i < NCLASS; i++)
+		if (tc->burst[i])
+			held += burst_objects(i);
+	return held;
+}
+
 /* The two stacks of cls in arrays of cap_burst slots, mapped on the first call (the thread's
  * block keeps the room of cap_grown only: most classes never burst, and a larger block would
  * spread every thread's used slots over more pages); false when no memory is left, or when
@@ -582,13 +598,11 @@ static bool burst_stacks(struct tcache *tc, unsigned cls)
 	if (tc->burst[cls])
 		return true;
 	uint32_t cap = sm_g.caches[cls].cap_burst;
-	uint64_t held = (uint64_t)cap * sm_g.caches[cls].size;
-	if (tc->burst_held + held > TCACHE_BURST_BUDGET)
+	if (sm_burst_held(tc) + burst_objects(cls) > TCACHE_BURST_BUDGET)
 		return false;
 	void **v = sm_os_map(burst_bytes(cls)); /* zeroed: both NULL guards */
 	if (!v)
 		return false;
-	tc->burst_held += held;
 	struct bin *b[2] = {&tc->bin[cls], &tc->fbin[cls]};
 	for (int k = 0; k < 2; k++) {
 		void **slots = v + 1 + k * (cap + 1);
@@ -787,7 +801,6 @@ void sm_thread_teardown(struct tcache *tc)
 			tc->burst[i] = NULL;
 		}
 	}
-	tc->burst_held = 0;
 	if (tc->block)
 		block_put(tc->block);
 	tc->block = NULL;

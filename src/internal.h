@@ -217,9 +217,6 @@ struct tcache {
 	void **block;                 /* the memory of the size classes' slots arrays */
 	void **burst[NCLASS];         /* bin[c] and fbin[c]'s arrays once grown to cap_burst
 				       * (sm_flush; unmapped at thread exit), else NULL */
-	uint64_t burst_held;          /* the bytes of objects those stacks may hold: the sum
-				       * of cap_burst x size over classes with arrays, at
-				       * most TCACHE_BURST_BUDGET */
 	uint32_t state;               /* enum tstate */
 	uint16_t id;                  /* this thread's id, 1..65535 (two threads may share one: a
 				       * cost, false sharing, never an error), for slab->owner */
@@ -447,6 +444,8 @@ size_t sm_take_n(struct cache *c, uint16_t owner, struct bin *b, struct bin *f, 
 void sm_flush(struct tcache *tc, unsigned cls);  /* fbin[cls] is full: swap, grow, or older
 						  * half back */
 void sm_bins_resize(struct tcache *tc, unsigned cls, uint32_t cap); /* bin and fbin's room */
+uint64_t sm_burst_held(const struct tcache *tc); /* bytes of objects its burst stacks hold at
+						 * most (<= TCACHE_BURST_BUDGET) */
 void sm_free_to_slab(struct slab *s, void *obj);  /* one object, any thread, no thread cache */
 void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n);
 void *sm_slab_take_all(struct slab *s, uint32_t *n); /* owner of frozen s; NULL if none */

@@ -168,8 +168,8 @@ static void *budget_bursts(void *arg)
 			expect += held, with++;
 		else
 			without++;
-		CHECK(sm_tc.burst_held == expect, "burst_held %llu, expected %llu",
-		      (unsigned long long)sm_tc.burst_held, (unsigned long long)expect);
+		CHECK(sm_burst_held(&sm_tc) == expect, "burst stacks hold %llu bytes, expected %llu",
+		      (unsigned long long)sm_burst_held(&sm_tc), (unsigned long long)expect);
 	}
 	CHECK(with && without, "the budget was not reached (%u classes with arrays, %u without)",
 	      with, without);
