@@ -1,10 +1,9 @@
 /* init.c: process and thread life cycle. sm_init() runs once, on the first slow-path call,
  * whichever thread makes it, before main if need be; it never allocates: no dlsym, no stdio,
  * options read by walking environ (src/options.c). Then, with the engine ready (so that a
- * malloc they may make works), it registers the fork handlers and the thread-exit key.
- * fork: prepare takes every lock (orphan -> typed -> block, depots, debug and cache locks ->
- * pages -> large); parent and child release them. The child keeps the forking thread's cache; other threads' caches and active slabs are
- * simply never used again (their objects stay allocated in the child).
+ * malloc they may make works), it registers the fork handlers (src/fork.c) and the thread-exit
+ * key. The child of a fork keeps the forking thread's cache; other threads' caches and active
+ * slabs are never used again (their objects stay allocated in the child).
  * Thread exit: the key's destructor hands the thread's objects and active slabs back and marks
  * the thread dead; later calls from it use the orphan cache (alloc.c). */
 #include <fcntl.h>
@@ -32,33 +31,6 @@ static void thread_exit(void *arg)
 	tc->state = T_DEAD;
 }
 
-static void fork_prepare(void)
-{
-	sm_orphan_lock_all();
-	sm_typed_lock_all();
-	sm_caches_lock_all();
-	sm_region_lock_all();
-	sm_large_lock_all();
-}
-
-static void fork_parent(void)
-{
-	sm_large_unlock_all(false);
-	sm_region_unlock_all(false);
-	sm_caches_unlock_all(false);
-	sm_typed_unlock_all(false);
-	sm_orphan_unlock_all(false);
-}
-
-static void fork_child(void)
-{
-	sm_large_unlock_all(true);
-	sm_region_unlock_all(true);
-	sm_caches_unlock_all(true);
-	sm_typed_unlock_all(true);
-	sm_orphan_unlock_all(true);
-}
-
 __attribute__((destructor)) static void at_exit_stats(void)
 {
 	if (sm_opt.stats)
@@ -78,6 +50,7 @@ void sm_init(void)
 	sm_os_random(&sm_g.secret, sizeof sm_g.secret);
 	sm_vec_min = sm_opt.avx2 && cpu_has_avx2() ? 4 : SIZE_MAX;
 	sm_sizeclass_init(sm_opt.stats);
+	sm_region_first();
 	for (unsigned i = 0; i < NCLASS; i++) {
 		char name[32] = "kmalloc-";
 		unsigned sz = sm_class_size(i), k = 8;
@@ -113,7 +86,7 @@ void sm_init(void)
 	sm_unlock(&init_lock);
 
 	/* the engine works from here: these may allocate */
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	sm_fork_register();
 	exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
 }
 

@@ -70,10 +70,9 @@ SM_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 {
 	if (align < sizeof(void *) || (align & (align - 1)))
 		return EINVAL;
-	int saved = errno;
 	void *p = sm_memalign(align, size);
 	if (!p)
-		return errno = saved, ENOMEM;
+		return ENOMEM; /* errno is ENOMEM too, as glibc leaves it */
 	*out = p;
 	return 0;
 }
@@ -149,62 +148,12 @@ SM_EXPORT struct mallinfo mallinfo(void)
 	return m;
 }
 
-static void stat_line(const char *what, uint64_t v)
-{
-	sm_write(2, what);
-	sm_write_num_pad(2, v, 10, 10);
-	sm_write(2, "\n");
-}
-
-/* glibc's layout, on stderr, one arena. */
 SM_EXPORT void malloc_stats(void)
 {
-	struct slub_stats t;
-	slub_stats_get(&t, NULL, 0);
-	sm_write(2, "Arena 0:\n");
-	stat_line("system bytes     = ", t.slab_bytes_mapped);
-	stat_line("in use bytes     = ", t.small_bytes_in_use);
-	sm_write(2, "Total (incl. mmap):\n");
-	stat_line("system bytes     = ", t.bytes_mapped);
-	stat_line("in use bytes     = ", t.bytes_in_use);
-	stat_line("max mmap regions = ", t.large_peak_count);
-	stat_line("max mmap bytes   = ", t.large_peak_bytes);
+	sm_malloc_stats();
 }
 
-/* glibc's XML shape: one heap, a <sizes> element per size class in use (free objects of
- * each), then the totals. Called by the program, outside the allocator: stdio may allocate. */
 SM_EXPORT int malloc_info(int options, FILE *fp)
 {
-	if (options != 0)
-		return errno = EINVAL, -1;
-	static struct slub_cache_stats rows[NCLASS + MAX_TYPED];
-	static sm_lock_t info_lock;
-	struct slub_stats t;
-	sm_lock(&info_lock);
-	size_t n = slub_stats_get(&t, rows, NCLASS + MAX_TYPED);
-	size_t free_objs = 0, free_bytes = 0;
-	fprintf(fp, "<malloc version=\"1\">\n<heap nr=\"0\">\n<sizes>\n");
-	for (size_t i = 0; i < n; i++) {
-		size_t f = rows[i].num_objs - rows[i].active_objs;
-		if (!f)
-			continue;
-		fprintf(fp, "  <size from=\"%zu\" to=\"%zu\" total=\"%zu\" count=\"%zu\"/>\n",
-			rows[i].objsize, rows[i].objsize, f * rows[i].objsize, f);
-		free_objs += f, free_bytes += f * rows[i].objsize;
-	}
-	sm_unlock(&info_lock);
-	fprintf(fp, "</sizes>\n<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
-		"<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n"
-		"<system type=\"current\" size=\"%zu\"/>\n<system type=\"max\" size=\"%zu\"/>\n"
-		"<aspace type=\"total\" size=\"%zu\"/>\n<aspace type=\"mprotect\" size=\"%zu\"/>\n"
-		"</heap>\n<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
-		"<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n"
-		"<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n"
-		"<system type=\"current\" size=\"%zu\"/>\n<system type=\"max\" size=\"%zu\"/>\n"
-		"<aspace type=\"total\" size=\"%zu\"/>\n<aspace type=\"mprotect\" size=\"%zu\"/>\n"
-		"</malloc>\n",
-		free_objs, free_bytes, t.slab_bytes_mapped, t.slab_bytes_mapped,
-		t.slab_bytes_mapped, t.slab_bytes_mapped, free_objs, free_bytes, t.large_count,
-		t.large_bytes, t.bytes_mapped, t.bytes_mapped, t.bytes_mapped, t.bytes_mapped);
-	return 0;
+	return sm_malloc_info(options, fp);
 }

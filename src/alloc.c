@@ -28,7 +28,7 @@ static void *alloc_orphan(unsigned cls)
 		p = NULL;
 	sm_unlock(&orphan_lock);
 	if (!p)
-		errno = ENOMEM;
+		return errno = ENOMEM, NULL;
 	return p;
 }
 
@@ -55,10 +55,32 @@ static void *alloc_class(unsigned cls, size_t req, void *caller)
 		p = sm_refill(tc, cls);
 	}
 	if (!p)
-		errno = ENOMEM;
-	else
-		sm_count(&sm_g.caches[cls], EV_BYTES, req);
+		return errno = ENOMEM, NULL;
+	sm_count(&sm_g.caches[cls], EV_BYTES, req);
 	return p;
+}
+
+/* Out of memory (an RLIMIT_AS cap, say): the caches' memory goes back to the OS at once, as
+ * malloc_trim(0) gives it (the empty slabs each cache keeps, dirty pages, cached large
+ * ranges), and a large block is tried once more. */
+static void *alloc_large(size_t size, size_t align, bool zero)
+{
+	void *p = sm_large_alloc(size, align, zero);
+	if (unlikely(!p) && sm_trim() && !(p = sm_large_alloc(size, align, zero)))
+		errno = ENOMEM;
+	return p;
+}
+
+/* A small request that found no slab and could map no region (4 MiB): after the caches are
+ * trimmed, its class once more; else a block of its own pages, as a large one is (free,
+ * realloc and malloc_usable_size tell the two apart by address): wasteful, but only while
+ * address space is that short. */
+static SM_COLD void *no_region(unsigned cls, size_t size, size_t align)
+{
+	void *p = NULL;
+	if (sm_trim())
+		p = alloc_class(cls, size, NULL);
+	return p ? p : alloc_large(size, align, false);
 }
 
 /* sm_alloc_swap's way when the free stack needs sorting first (class_swap). */
@@ -93,8 +115,10 @@ __attribute__((noinline)) void *sm_alloc_slow(size_t size)
 	if (unlikely(!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE)))
 		sm_init();
 	if (size > MAX_SMALL)
-		return sm_large_alloc(size, 0, false);
-	return alloc_class(sm_size_to_class(size), size, __builtin_return_address(0));
+		return alloc_large(size, 0, false);
+	unsigned cls = sm_size_to_class(size);
+	void *p = alloc_class(cls, size, __builtin_return_address(0));
+	return likely(p) ? p : no_region(cls, size, 0);
 }
 
 void sm_free_slow(void *p)
@@ -181,7 +205,7 @@ void *sm_calloc(size_t n, size_t size)
 	if (total > MAX_SMALL) {
 		if (unlikely(!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE)))
 			sm_init();
-		return sm_large_alloc(total, 0, true);
+		return alloc_large(total, 0, true);
 	}
 	void *p = sm_alloc_fast(total);
 	if (p)
@@ -229,9 +253,11 @@ void *sm_memalign(size_t align, size_t size)
 	if (unlikely(!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE)))
 		sm_init();
 	unsigned cls = sm_class_for_align(size, align);
-	if (cls < NCLASS && !sm_g.caches[cls].debug) /* debug slots are not naturally aligned */
-		return alloc_class(cls, size, __builtin_return_address(0));
-	return sm_large_alloc(size, align, false);
+	if (cls < NCLASS && !sm_g.caches[cls].debug) { /* debug slots are not naturally aligned */
+		void *p = alloc_class(cls, size, __builtin_return_address(0));
+		return likely(p) ? p : no_region(cls, size, align);
+	}
+	return alloc_large(size, align, false);
 }
 
 struct tcache *sm_orphan_tcache(void)

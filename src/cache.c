@@ -68,10 +68,21 @@
  *   A debug cache (debug.c) has no bins: its dsrc is its own, under its dlock.
  *   A full bin's older half goes to the class's depot (depot.c) when it has room: objects
  *   there are in use for their slabs, like those in bins, until a refill takes them.
- * LOCK ORDER: orphan locks -> typed registry/table locks -> debug lock, depot lock -> cache
- * lock -> page lock. The large
- * and block locks are taken with no other held, except by fork's prepare (preload/init.c),
- * which takes every lock in one fixed order.
+ * LOCK ORDER: a thread that holds one of these locks takes only locks further on:
+ *   typed.c: orphan -> registry -> table -> alloc.c: orphan -> typed caches' locks -> block ->
+ *   depots -> each class: debug lock, then cache lock -> page -> large -> per-CPU chunks ->
+ *   pcpu_ref's exit lock.
+ *   (A typed cache's ctor may malloc under typed.c's orphan lock; a census takes the orphans
+ *   one at a time.) No engine lock is held while stdio runs: stdio takes its own locks, and
+ *   may call malloc while it holds them.
+ * FORK (src/fork.c): in a multi-threaded process, prepare takes glibc's stdio list lock, then
+ *   every lock above in this order; the parent releases them; the child re-initialises them.
+ *   The list lock comes first because a thread may hold a FILE's lock and wait in malloc for
+ *   an engine lock while another holds the list lock and waits for that FILE (fflush(NULL)):
+ *   glibc orders its own malloc's locks after the list lock too. In a single-threaded process
+ *   prepare takes nothing, so a signal handler may fork even during a fork. Not taken: the
+ *   statistics' scratch locks (stats.c), which a child simply frees, and the per-object locks
+ *   of pcpu_counter and pcpu_ref, which are the program's objects, as its mutexes are.
  */
 #include <sched.h>
 #include <string.h>

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "arch_x86_64.h"
@@ -420,6 +421,7 @@ unsigned sm_class_size(unsigned cls);
 unsigned sm_class_for_align(size_t size, size_t align); /* NCLASS when none fits */
 
 /* "region.c": 64 KiB page runs inside 4 MiB regions */
+void sm_region_first(void);                    /* init: map the first region */
 struct slab *sm_pages_alloc(unsigned pages);   /* a descriptor with start/pages set, or NULL */
 void sm_pages_free(struct slab *s);            /* free; purged later, in batches */
 void sm_slabs_census(const struct cache *c, uint64_t *inuse, uint64_t *frozen); /* all slabs */
@@ -518,7 +520,8 @@ void sm_os_unmap(void *p, size_t size);
 void sm_os_purge(void *p, size_t size);            /* give the pages back, keep the range */
 void *sm_os_remap(void *p, size_t old, size_t size);
 void sm_os_hugepages(void *p, size_t size, bool on);
-ssize_t sm_os_read_file(const char *path, char *buf, size_t size); /* small files */
+bool sm_os_write(int fd, const void *buf, size_t n);              /* raw: no cancellation */
+ssize_t sm_os_read_file(const char *path, char *buf, size_t size); /* small files; raw */
 uint64_t sm_os_now_ns(void);
 void sm_os_random(void *buf, size_t n);
 
@@ -573,6 +576,9 @@ static inline void sm_count(const struct cache *c, unsigned ev, uint64_t n)
 void sm_stats_thread_start(struct tcache *tc);
 void sm_stats_thread_exit(struct tcache *tc);  /* after it left the registry */
 void sm_stats_print(int fd);
+void sm_stats_after_fork(void);                /* a child: the scratch locks free */
+void sm_malloc_stats(void);                    /* glibc's malloc_stats (stderr) */
+int sm_malloc_info(int options, FILE *fp);     /* glibc's malloc_info (XML) */
 extern uint64_t sm_stat_large;                 /* large allocations made (large lock) */
 extern uint64_t sm_stat_large_req;             /* bytes asked for by them (SLUBMALLOC_STATS) */
 extern uint64_t sm_trim_gen;                   /* malloc_trim calls so far (trim.c) */
@@ -585,6 +591,9 @@ void sm_trim_self(struct tcache *tc);          /* drain tc's caches (its thread,
 struct tcache *sm_orphan_tcache(void);    /* for walks; lock it with sm_orphan_lock_all */
 void sm_orphan_lock_all(void);
 void sm_orphan_unlock_all(bool reinit);
+
+/* "fork.c": the allocator across fork (the rule: the lock order, top of cache.c) */
+void sm_fork_register(void);              /* once, at init: the pthread_atfork handlers */
 
 /* "preload/init.c" */
 void sm_init(void);                       /* idempotent; safe to call from any slow path */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 #include "internal.h"
@@ -18,15 +19,46 @@ void *sm_os_map(size_t size)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-/* size bytes aligned to align (a power of two >= the OS page): map more, trim both ends. */
+/* The range [a, a + size) exactly, where nothing is mapped yet; NULL otherwise. */
+static void *map_at(uintptr_t a, size_t size)
+{
+	void *p = mmap((void *)a, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	if ((uintptr_t)p != a) { /* a kernel before 4.17 took the flag as a hint */
+		munmap(p, size);
+		return NULL;
+	}
+	return p;
+}
+
+/* size bytes aligned to align (a power of two >= the OS page). The kernel places mappings
+ * top down, so the next one often lies right below the last: size bytes there first; else
+ * size + align bytes, trimmed at both ends; and when the address space cannot spare that
+ * (RLIMIT_AS), the aligned ranges on either side of a plain mapping. */
 void *sm_os_map_aligned(size_t size, size_t align)
 {
+	char *p = sm_os_map(size);
+	if (!p)
+		return NULL;
+	uintptr_t down = (uintptr_t)p & ~(uintptr_t)(align - 1);
+	if ((uintptr_t)p == down)
+		return p;
+	munmap(p, size);
 	size_t span = size + align;
 	if (span < size)
 		return errno = ENOMEM, NULL;
-	char *p = sm_os_map(span);
-	if (!p)
-		return NULL;
+	p = sm_os_map(span);
+	if (!p) {
+		int err = errno;
+		void *q = map_at(down, size);
+		if (!q)
+			q = map_at(down + align, size);
+		if (!q)
+			errno = err;
+		return q;
+	}
 	char *a = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
 	if (a > p)
 		munmap(p, (size_t)(a - p));
@@ -58,14 +90,37 @@ void *sm_os_remap(void *p, size_t old, size_t size)
 	return q == MAP_FAILED ? NULL : q;
 }
 
+/* Files are read and written with raw system calls: libc's open, read, write and close are
+ * cancellation points, and a thread cancelled in one would leave the caller's locks held. */
+
+/* n bytes to fd, retried when a signal or a short write cuts them; false on an error. */
+bool sm_os_write(int fd, const void *buf, size_t n)
+{
+	const char *s = buf;
+	while (n > 0) {
+		long w = syscall(SYS_write, fd, s, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		s += w, n -= (size_t)w;
+	}
+	return true;
+}
+
 /* Up to size - 1 bytes of a small file (/proc, /sys), NUL-terminated; the length, or -1. */
 ssize_t sm_os_read_file(const char *path, char *buf, size_t size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, size - 1);
-	close(fd);
+	int saved = errno;
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	long n = -1;
+	if (fd >= 0) {
+		do
+			n = syscall(SYS_read, (int)fd, buf, size - 1);
+		while (n < 0 && errno == EINTR);
+		syscall(SYS_close, (int)fd);
+	}
+	errno = saved;
 	if (n < 0)
 		return -1;
 	buf[n] = 0;

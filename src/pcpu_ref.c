@@ -498,3 +498,17 @@ SM_EXPORT int pcpu_counter_compare(struct pcpu_counter *c, long long rhs)
 	long long s = pcpu_counter_sum(c);
 	return s > rhs ? 1 : s < rhs ? -1 : 0;
 }
+
+/* fork (src/fork.c): chunks, then exit_lock; neither is held while the other is taken. */
+void pcpu_lock_all(void)
+{
+	pcpu_chunks_lock();
+	pcpu_spin_lock(&exit_lock);
+}
+
+void pcpu_unlock_all(bool child)
+{
+	(void)child; /* a spin lock's word: unlocking is re-initialising */
+	pcpu_spin_unlock(&exit_lock);
+	pcpu_chunks_unlock(child);
+}

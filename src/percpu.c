@@ -37,13 +37,6 @@ static pthread_mutex_t chunks_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct chunk *chunks; /* oldest first */
 static size_t nchunks;
 
-static void lock_for_fork(void) { pthread_mutex_lock(&chunks_lock); }
-static void unlock_after_fork(void) { pthread_mutex_unlock(&chunks_lock); }
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-static void register_atfork(void)
-{
-	pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
-}
 
 static inline bool bit(const uint64_t *m, uint32_t i)
 {
@@ -126,7 +119,6 @@ SM_EXPORT void *pcpu_alloc(size_t size, size_t align)
 	if (align < GRAN)
 		align = GRAN;
 	pcpu_setup();
-	pthread_once(&atfork_once, register_atfork);
 	uint32_t n = (uint32_t)((size + GRAN - 1) >> GRAN_SHIFT);
 	uint32_t step = (uint32_t)(align >> GRAN_SHIFT);
 
@@ -196,4 +188,18 @@ size_t pcpu_chunk_count(void)
 	size_t n = nchunks;
 	pthread_mutex_unlock(&chunks_lock);
 	return n;
+}
+
+/* fork (src/fork.c): the chunk list whole in the child. */
+void pcpu_chunks_lock(void)
+{
+	pthread_mutex_lock(&chunks_lock);
+}
+
+void pcpu_chunks_unlock(bool child)
+{
+	if (child) /* the forking thread held it: the child's copy starts unlocked */
+		pthread_mutex_init(&chunks_lock, NULL);
+	else
+		pthread_mutex_unlock(&chunks_lock);
 }

@@ -61,5 +61,11 @@ void pcpu_warn(const char *msg);     /* one line on stderr */
 
 /* "percpu.c": chunk allocator (pcpu_alloc / pcpu_free are public) */
 size_t pcpu_chunk_count(void);       /* chunks mapped now (tests) */
+void pcpu_chunks_lock(void);         /* fork: the chunk list's lock */
+void pcpu_chunks_unlock(bool child);
+
+/* "pcpu_ref.c" */
+void pcpu_lock_all(void);            /* fork: every global per-CPU lock (src/fork.c) */
+void pcpu_unlock_all(bool child);
 
 #endif

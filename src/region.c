@@ -6,7 +6,7 @@
  * memory still resident: reusing it costs no page faults) until the dirty pages of all regions
  * pass DIRTY_MAX bytes; then whole contiguous dirty runs are purged (MADV_DONTNEED, one call
  * per run) down to DIRTY_MAX / 2, and a region left with no slab at all is unmapped (its map
- * entry cleared first), so address space is returned too. A region is unmapped only when no slab,
+ * entry cleared first), so address space is returned too; the last region stays mapped. A region is unmapped only when no slab,
  * hence no live object, is in it: only a stale pointer could still lead into it. dirty_mask is
  * a subset of free_mask. Allocation prefers dirty pages. Nothing may assume a slab page reads
  * as zero. Dirty pages are also purged, a region at a time, once the region has had dirty pages
@@ -44,6 +44,16 @@ static struct region *region_new(void)
 	uintptr_t i = (uintptr_t)r >> REGION_SHIFT;
 	__atomic_store_n(&sm_region_map[i], 1, __ATOMIC_RELEASE);
 	return r;
+}
+
+/* At init: the first region, mapped before the program can cap its address space
+ * (RLIMIT_AS) below what a region takes; untouched pages cost nothing resident. */
+void sm_region_first(void)
+{
+	sm_lock(&page_lock);
+	if (!regions)
+		region_new();
+	sm_unlock(&page_lock);
 }
 
 /* First index of n consecutive set bits in mask, or -1. */
@@ -115,7 +125,11 @@ static size_t purge_to(size_t target, uint64_t before)
 		purged += (size_t)__builtin_popcountll(m) << SPAGE_SHIFT;
 		dirty_bytes -= (size_t)__builtin_popcountll(m) << SPAGE_SHIFT;
 		r->dirty_mask = 0;
-		if (r->free_mask == ~1ULL) { /* nothing left in it: the address space goes back too */
+		if (r->free_mask == ~1ULL && nregions > 1) { /* nothing left in it: the address
+							       * space goes back too (but for
+							       * the last region: a program
+							       * under RLIMIT_AS may find no
+							       * room for another) */
 			*link = r->next;
 			if (hint == r)
 				hint = NULL;

@@ -1,6 +1,8 @@
 /* report.c: error reports and small numbers written straight to a file descriptor with
- * write(2): usable inside the allocator, where printf (which allocates) is not.
+ * write(2) (sm_os_write: no cancellation point): usable inside the allocator, where printf
+ * (which allocates) is not.
  * A heap-corruption report is one line on stderr, then abort(). */
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,13 +12,9 @@
 
 void sm_write(int fd, const char *s)
 {
-	size_t n = strlen(s);
-	while (n > 0) {
-		ssize_t w = write(fd, s, n);
-		if (w <= 0)
-			return;
-		s += w, n -= (size_t)w;
-	}
+	int saved = errno;
+	sm_os_write(fd, s, strlen(s));
+	errno = saved;
 }
 
 /* v in base (10 or 16), right-aligned in width columns (0: no padding). */

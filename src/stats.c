@@ -7,9 +7,13 @@
  * option set or not, and costs nothing more.
  * The figures of slabs and objects are read from the slabs' own words and the thread caches'
  * lengths (a census), so they need no counting at all and are right with the option unset.
- * Everything here writes with write(2) and reads /proc with read(2): nothing allocates.
+ * Everything here writes with write(2) and reads /proc with read(2), raw (os.c): nothing
+ * allocates and nothing is a cancellation point; but malloc_info writes with stdio.
  * Invariants: a live thread's counters are written by it alone; readers hold the registry
  * lock, so a thread's counters cannot go away under them (it leaves the registry first). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -114,8 +118,8 @@ static void census_take(struct census *k)
 	memset(k, 0, sizeof *k);
 	sm_orphan_lock_all();
 	census_tcache(sm_orphan_tcache(), k);
-	sm_tcache_walk(census_tcache, k);
 	sm_orphan_unlock_all(false);
+	sm_tcache_walk(census_tcache, k); /* after: typed.c's locks come first (cache.c) */
 	for (unsigned i = 0; i < NCLASS; i++) {
 		struct cache *c = &sm_g.caches[i];
 		k->held[i] += sm_depot_held(i);
@@ -232,11 +236,21 @@ static size_t collect(struct census *k, struct slub_stats *t, struct slub_cache_
 	return n < max ? n : max;
 }
 
+/* Locks that guard only this file's scratch buffers: fork does not take them (a print may wait
+ * on a slow reader of its fd), and a child starts with them free (sm_stats_after_fork). */
+static sm_lock_t census_lock, print_lock, info_lock;
+
+void sm_stats_after_fork(void)
+{
+	sm_unlock(&census_lock);
+	sm_unlock(&print_lock);
+	sm_unlock(&info_lock);
+}
+
 SM_EXPORT size_t slub_stats_get(struct slub_stats *totals, struct slub_cache_stats *caches,
 				size_t max)
 {
 	static struct census k; /* big: not on the caller's stack; guarded by census_lock */
-	static sm_lock_t census_lock;
 	struct slub_stats t;
 	sm_lock(&census_lock);
 	size_t n = collect(&k, &t, caches, caches ? max : 0);
@@ -273,7 +287,6 @@ static void put_total(int fd, const char *name, uint64_t v, const char *meaning)
 void sm_stats_print(int fd)
 {
 	static struct slub_cache_stats rows[NROWS];
-	static sm_lock_t print_lock;
 	struct slub_stats t;
 	sm_lock(&print_lock);
 	size_t n = slub_stats_get(&t, rows, NROWS);
@@ -320,4 +333,74 @@ void sm_stats_print(int fd)
 	put_total(fd, "large_bytes", t.large_bytes, "their bytes");
 	put_total(fd, "large_allocations", t.large_allocations, "large blocks allocated so far");
 	sm_unlock(&print_lock);
+}
+
+/* ---- glibc's malloc_stats and malloc_info, answered from the same census ---- */
+
+static void stat_line(const char *what, uint64_t v)
+{
+	sm_write(2, what);
+	sm_write_num_pad(2, v, 10, 10);
+	sm_write(2, "\n");
+}
+
+/* glibc's layout, on stderr, one arena. */
+void sm_malloc_stats(void)
+{
+	struct slub_stats t;
+	slub_stats_get(&t, NULL, 0);
+	sm_write(2, "Arena 0:\n");
+	stat_line("system bytes     = ", t.slab_bytes_mapped);
+	stat_line("in use bytes     = ", t.small_bytes_in_use);
+	sm_write(2, "Total (incl. mmap):\n");
+	stat_line("system bytes     = ", t.bytes_mapped);
+	stat_line("in use bytes     = ", t.bytes_in_use);
+	stat_line("max mmap regions = ", t.large_peak_count);
+	stat_line("max mmap bytes   = ", t.large_peak_bytes);
+}
+
+/* glibc's XML shape: one heap, a <sizes> element per cache with free objects, then the
+ * totals. Called by the program, outside the allocator: stdio may allocate, so the figures
+ * are copied out first and no lock is held while it writes; and cancellation is off while it
+ * writes, as glibc promises (malloc_info is no cancellation point). */
+int sm_malloc_info(int options, FILE *fp)
+{
+	if (options != 0)
+		return errno = EINVAL, -1;
+	static struct slub_cache_stats rows[NROWS]; /* guarded by info_lock */
+	struct { size_t size, free; } sizes[NROWS];
+	struct slub_stats t;
+	sm_lock(&info_lock);
+	size_t n = slub_stats_get(&t, rows, NROWS), ns = 0;
+	size_t free_objs = 0, free_bytes = 0;
+	for (size_t i = 0; i < n && i < NROWS; i++) {
+		size_t f = rows[i].num_objs - rows[i].active_objs;
+		if (!f)
+			continue;
+		sizes[ns].size = rows[i].objsize;
+		sizes[ns++].free = f;
+		free_objs += f, free_bytes += f * rows[i].objsize;
+	}
+	sm_unlock(&info_lock);
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	fprintf(fp, "<malloc version=\"1\">\n<heap nr=\"0\">\n<sizes>\n");
+	for (size_t i = 0; i < ns; i++)
+		fprintf(fp, "  <size from=\"%zu\" to=\"%zu\" total=\"%zu\" count=\"%zu\"/>\n",
+			sizes[i].size, sizes[i].size, sizes[i].free * sizes[i].size, sizes[i].free);
+	fprintf(fp, "</sizes>\n<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
+		"<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n"
+		"<system type=\"current\" size=\"%zu\"/>\n<system type=\"max\" size=\"%zu\"/>\n"
+		"<aspace type=\"total\" size=\"%zu\"/>\n<aspace type=\"mprotect\" size=\"%zu\"/>\n"
+		"</heap>\n<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
+		"<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n"
+		"<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n"
+		"<system type=\"current\" size=\"%zu\"/>\n<system type=\"max\" size=\"%zu\"/>\n"
+		"<aspace type=\"total\" size=\"%zu\"/>\n<aspace type=\"mprotect\" size=\"%zu\"/>\n"
+		"</malloc>\n",
+		free_objs, free_bytes, t.slab_bytes_mapped, t.slab_bytes_mapped,
+		t.slab_bytes_mapped, t.slab_bytes_mapped, free_objs, free_bytes, t.large_count,
+		t.large_bytes, t.bytes_mapped, t.bytes_mapped, t.bytes_mapped, t.bytes_mapped);
+	pthread_setcancelstate(cancel, NULL);
+	return 0;
 }

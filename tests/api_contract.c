@@ -111,14 +111,22 @@ static void test_failures(void)
     free(p);
 
     /* posix_memalign reports errors through the return value and must not set *memptr. */
+    /* On ENOMEM glibc leaves errno at ENOMEM too (its tst-malloc-thread-fail reads it); on
+     * EINVAL errno is left alone (test_posix_memalign_bad). */
     void *sentinel = (void *)0x1234;
     p = sentinel;
+    errno = 0;
     int r = posix_memalign(&p, 64, v_size_max);
-    check(r == ENOMEM, "posix_memalign(64, SIZE_MAX) returned %d, expected ENOMEM", r);
+    check(r == ENOMEM && errno == ENOMEM, "posix_memalign(64, SIZE_MAX) returned %d, errno %d, expected ENOMEM twice", r, errno);
     check(r != 0 || p != sentinel, "posix_memalign(64, SIZE_MAX) succeeded?");
     p = sentinel;
+    errno = 0;
     r = posix_memalign(&p, 4096, v_ptrdiff_max + 1);
-    check(r == ENOMEM, "posix_memalign(4096, PTRDIFF_MAX+1) returned %d, expected ENOMEM", r);
+    check(r == ENOMEM && errno == ENOMEM, "posix_memalign(4096, PTRDIFF_MAX+1) returned %d, errno %d, expected ENOMEM twice", r, errno);
+    p = sentinel;
+    errno = 0;
+    r = posix_memalign(&p, 1 << 20, v_size_max - (1 << 19));
+    check(r == ENOMEM && errno == ENOMEM, "posix_memalign(1MiB, SIZE_MAX-512KiB) returned %d, errno %d", r, errno);
 
     /* reallocarray / realloc overflow: NULL + ENOMEM and the old block is left intact. */
     unsigned char *q = malloc(100);

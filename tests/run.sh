@@ -113,10 +113,12 @@ run_test() {
 }
 
 # ---------- integration tests (under the preloaded library) ----------
-for t in api_contract cxx_new stress_mt fork_test rss_test glibc_interpose thread_exit init_order \
-         oom_test fork_load thread_churn xstress_long; do
+for t in api_contract cxx_new stress_mt fork_test fork_stdio fork_signal stats_cancel tight_as \
+         rss_test glibc_interpose thread_exit init_order oom_test fork_load thread_churn xstress_long; do
     run_test "$t" 1 "build/tests/$t"
 done
+# linked with libslubmalloc.so, not preloaded
+run_test fork_paths 0 build/tests/fork_paths
 
 # real programs: the script itself runs without LD_PRELOAD and preloads SLUBMALLOC_LIB itself
 if [ -f "$lib" ]; then

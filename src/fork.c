@@ -1,0 +1,85 @@
+/* fork.c: the allocator across fork(). The rule is written once, in the lock order at the top
+ * of src/cache.c; this file carries it out.
+ * Multi-threaded process: prepare takes glibc's stdio list lock, then every engine lock in
+ * that order, so the child starts with each structure whole. The parent releases them; the
+ * child re-initialises them, and the locks that guard only scratch buffers (statistics).
+ * Single-threaded process: nothing is taken (glibc's rule for its own malloc), so a signal
+ * handler may fork, even while its thread is inside fork.
+ * Invariant: fork_locked is 1 from a prepare that took the locks to its parent or child
+ * handler, and written only while they are held (or by a single-threaded process): two
+ * threads that fork at once each see their own. */
+#include <pthread.h>
+#include <sys/single_threaded.h>
+
+#include "internal.h"
+#include "percpu_internal.h"
+
+/* glibc's stdio list lock (recursive), exported by libc.so.6; weak: absent elsewhere. fork
+ * takes it itself after the atfork handlers, and resets it in a multi-threaded child. */
+extern void _IO_list_lock(void) __attribute__((weak));
+extern void _IO_list_unlock(void) __attribute__((weak));
+extern void _IO_list_resetlock(void) __attribute__((weak));
+
+static int fork_locked;
+
+static void engine_lock_all(void)
+{
+	sm_typed_lock_all();
+	sm_orphan_lock_all();
+	sm_caches_lock_all();
+	sm_region_lock_all();
+	sm_large_lock_all();
+	pcpu_lock_all();
+}
+
+static void engine_unlock_all(bool child)
+{
+	pcpu_unlock_all(child);
+	sm_large_unlock_all(child);
+	sm_region_unlock_all(child);
+	sm_caches_unlock_all(child);
+	sm_orphan_unlock_all(child);
+	sm_typed_unlock_all(child);
+}
+
+static void fork_prepare(void)
+{
+	if (__libc_single_threaded) {
+		fork_locked = 0;
+		return;
+	}
+	/* Another thread may hold a FILE's lock and wait for an engine lock inside malloc, while
+	 * a third holds the list lock (fflush(NULL)) and waits for that FILE: so the list lock
+	 * first, as glibc's fork orders it before its own malloc's locks. */
+	if (_IO_list_lock)
+		_IO_list_lock();
+	engine_lock_all();
+	fork_locked = 1;
+}
+
+static void fork_parent(void)
+{
+	if (!fork_locked)
+		return;
+	fork_locked = 0;
+	engine_unlock_all(false);
+	if (_IO_list_unlock)
+		_IO_list_unlock();
+}
+
+static void fork_child(void)
+{
+	if (!fork_locked)
+		return;
+	fork_locked = 0;
+	engine_unlock_all(true);
+	sm_stats_after_fork();
+	/* glibc resets it too when it saw threads; either way only this thread held it */
+	if (_IO_list_resetlock)
+		_IO_list_resetlock();
+}
+
+void sm_fork_register(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
