@@ -14,6 +14,7 @@
 #include "internal.h"
 
 struct sm_global sm_g;
+uint64_t sm_free_key;
 size_t sm_vec_min = SIZE_MAX;
 __thread struct tcache sm_tc TLS_IE;
 
@@ -48,6 +49,8 @@ void sm_init(void)
 	}
 	sm_options_read();
 	sm_os_random(&sm_g.secret, sizeof sm_g.secret);
+	sm_os_random(&sm_free_key, sizeof sm_free_key);
+	sm_free_key |= 1ULL << 63 | 1;
 	sm_vec_min = sm_opt.avx2 && cpu_has_avx2() ? 4 : SIZE_MAX;
 	sm_sizeclass_init(sm_opt.stats);
 	sm_region_first();

@@ -29,7 +29,7 @@ static void *alloc_orphan(unsigned cls)
 	sm_unlock(&orphan_lock);
 	if (!p)
 		return errno = ENOMEM, NULL;
-	return p;
+	return free_key_clear(p);
 }
 
 /* An object of class cls for a request of req bytes; caller: the return address of the
@@ -57,7 +57,7 @@ static void *alloc_class(unsigned cls, size_t req, void *caller)
 	if (!p)
 		return errno = ENOMEM, NULL;
 	sm_count(&sm_g.caches[cls], EV_BYTES, req);
-	return p;
+	return free_key_clear(p);
 }
 
 /* Out of memory (an RLIMIT_AS cap, say): the caches' memory goes back to the OS at once, as
@@ -88,7 +88,7 @@ static SM_COLD void *alloc_swap_sorted(struct bin *b, struct bin *f, size_t size
 {
 	if (!class_swap(b, f))
 		return sm_alloc_slow(size); /* every object was another thread's */
-	return *--b->top;
+	return free_key_clear(*--b->top);
 }
 
 /* malloc's bin is empty and its free stack has objects: they become the bin (the two arrays
@@ -105,7 +105,7 @@ void *sm_alloc_swap(struct bin *b, size_t size)
 	if (class_needs_sort(f)) /* out of line: this function keeps no stack frame */
 		return alloc_swap_sorted(b, f, size);
 	bin_swap(b, f);
-	return *--b->top;
+	return free_key_clear(*--b->top);
 }
 
 /* The fastpaths call the slow halves last (a tail call), so __builtin_return_address(0) here
@@ -138,7 +138,8 @@ void sm_free_slow(void *p)
 			sm_fatal("invalid free", p, "(not the start of an object of slubmalloc)");
 		struct tcache *tc = &sm_tc;
 		struct bin *b = &tc->fbin[s->cls];
-		if (b->top != b->slots && b->top[-1] == p)
+		if ((b->top != b->slots && b->top[-1] == p) ||
+		    (free_key_is_set(p) && sm_free_listed(tc, s, p)))
 			sm_fatal_in("double free", p, s->cache);
 		if (tc->state == T_NEW)
 			sm_thread_start(tc);
@@ -153,6 +154,7 @@ void sm_free_slow(void *p)
 			if (bin_count(b) >= cap)
 				sm_flush(tc, s->cls);
 			*b->top++ = p;
+			free_key_set(p);
 			sm_count(c, EV_FREE_FAST, 1);
 		}
 	} else {

@@ -66,6 +66,23 @@ static __attribute__((noinline, target("avx2"))) size_t copy_ptrs_avx2(void **ds
 	return n;
 }
 
+/* Objects pushed on a size class's free stack get the free key (internal.h), as free()'s do
+ * (a typed cache's stacks keep none). */
+static inline void set_keys(void **v, void **end, const struct cache *typed)
+{
+	if (!typed)
+		for (; v < end; v++)
+			free_key_set(*v);
+}
+
+/* The objects handed out lose their free key (internal.h), as malloc's do. */
+static inline size_t clear_keys(void *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free_key_clear(v[i]);
+	return n;
+}
+
 static SM_COLD size_t alloc_slow(size_t size, size_t n, void **ptrs)
 {
 	if (unlikely(!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE)))
@@ -82,7 +99,7 @@ static SM_COLD size_t alloc_slow(size_t size, size_t n, void **ptrs)
 		return alloc_each(size, n, ptrs);
 	size_t got = sm_take_n(&sm_g.caches[cls], tc->id, &tc->bin[cls], &tc->fbin[cls],
 			       &tc->src[cls], ptrs, n);
-	return got == n ? n : take_fail(got, ptrs);
+	return got == n ? clear_keys(ptrs, n) : take_fail(got, ptrs);
 }
 
 static SM_COLD size_t malloc_bulk_slow(size_t size, size_t n, void **ptrs)
@@ -120,6 +137,7 @@ static __attribute__((noinline)) size_t many(size_t size, size_t n, void **ptrs)
 		if (likely((size_t)(t - b->slots) >= n && n)) {
 			t -= n;
 			b->top = t;
+			clear_keys(t, n);
 			if (n < 4) { /* inline: one 16-byte move and perhaps one more pointer */
 				copy_ptrs(ptrs, t, n);
 				return n;
@@ -140,7 +158,7 @@ SM_EXPORT SM_HOT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 		void **t = b->top;
 		if (likely(t != b->slots)) {
 			b->top = --t;
-			ptrs[0] = *t;
+			ptrs[0] = free_key_clear(*t);
 			return 1;
 		}
 	}
@@ -267,6 +285,7 @@ static inline bool short_run(size_t n, void **ptrs)
 		return false;
 	copy_ptrs(t, ptrs, n); /* all checked: one push */
 	b->top = t + n;
+	set_keys(t, t + n, NULL);
 	return true;
 }
 

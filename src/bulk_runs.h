@@ -9,7 +9,7 @@
  * or end. With typed NULL, objects of the size classes go to the thread's bins, as free()
  * would put them; with a typed cache (slub_cache_free_bulk: the caller has entered, and tc's
  * bins serve it), every pointer must be an object of that cache, checked once per run, and
- * goes to its tfbin.
+ * goes to its tfbin. Every object pushed on a size class's stack gets the free key (bulk.c).
  * A run is a stretch of pointers into one slab, checked against the descriptor d of the first
  * one's page, whose read-only fields are read once per run. run_start (bulk.c) checks the
  * first pointer as free() does (ours, an object: a page of no slab fails it, so d is a slab's
@@ -101,6 +101,7 @@ static RUNS_ATTR bool one_run(struct tcache *tc, void **src, size_t n, struct ca
 		before = bcast64(&src[j - 1]);
 	}
 	b->top = dst + n;
+	set_keys(dst, dst + n, typed);
 	return true;
 }
 #else
@@ -152,6 +153,7 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 		}
 		if (unlikely(src == first))
 			break; /* its first pointer failed a check: the slow path reports it */
+		set_keys(b->top, dst, typed);
 		b->top = dst;
 	}
 	return src;

@@ -10,13 +10,15 @@
  *                    (alloc.c)
  *                      -> sm_refill (cache.c): the free stack (swap) / spill / take-all /
  *                         carve / partial / new slab
- *   free(p)    -> sm_free_fast: region byte, page descriptor, object check; push p on the
- *                 thread's fbin (free stack) of the slab's class (thread pointer +
- *                 slab->fbtp), whichever thread's slab it is from
- *                 -> not ours, fbin full, p already on top, thread not set up: sm_free_slow
+ *   free(p)    -> sm_free_fast: region byte, page descriptor, object check, the free key
+ *                 (internal.h); push p on the thread's fbin (free stack) of the slab's class
+ *                 (thread pointer + slab->fbtp), whichever thread's slab it is from
+ *                 -> not ours, key set, fbin full, p already on top, thread not set up:
+ *                    sm_free_slow
  *                      -> sm_flush: swap with an empty bin, grow (once), or sm_free_array ->
  *                         sm_push_chain (one cas16 per slab)
- * Neither fastpath takes a lock, uses an atomic instruction or touches the object's memory.
+ * Neither fastpath takes a lock or uses an atomic instruction; each touches one word of the
+ * object, the free key (word 1).
  * A thread's struct tcache starts zeroed (no slots, no room), so its first malloc and first
  * free take the slow path, which sets the thread up: no "initialised?" branch here. */
 #ifndef SM_FASTPATH_H
@@ -31,7 +33,7 @@ static inline void *sm_alloc_fast(size_t size)
 		void **t = b->top;
 		if (likely(t != b->slots)) {
 			b->top = --t;
-			return *t;
+			return free_key_clear(*t);
 		}
 		return sm_alloc_swap(b, size);
 	}
@@ -43,10 +45,15 @@ static inline void sm_free_fast(void *p)
 	uintptr_t a = (uintptr_t)p;
 	if (likely(region_is_ours(a))) {
 		struct slab *s = page_desc(a);
-		if (likely(is_object(s, a))) {
+		if (likely(is_object(s, a)) && likely(!free_key_is_set(p))) {
 			struct bin *b = fbin_of(s);
-			if (likely(bin_push(b, p)))
+			void **t = b->top, **lim = b->lim;
+			if (likely(t < lim)) { /* (the key covers bin_push's top check) */
+				*t++ = p;
+				b->top = t;
+				free_key_set(p);
 				return;
+			}
 		}
 	}
 	sm_free_slow(p);

@@ -13,6 +13,10 @@
 #include "arch_x86_64.h"
 #include "config.h"
 
+/* Everything declared below is the library's own: hidden, so a global is one RIP-relative
+ * load (no GOT) and a call a direct one. The public entry points say SM_EXPORT. */
+#pragma GCC visibility push(hidden)
+
 #define SM_EXPORT __attribute__((visibility("default")))
 /* The entry points the benchmarks time start on a cache line, so that their speed does not
  * move with the size of unrelated code placed before them. */
@@ -305,7 +309,11 @@ extern uint16_t sm_bin_at[CLASS_INDEX_MAX]; /* (size-1)>>4 -> offsetof(tcache, b
 _Static_assert(offsetof(struct tcache, bin) + (NCLASS + 1) * sizeof(struct bin) <= UINT16_MAX,
 	       "sm_bin_at[] holds 16-bit offsets");
 
+/* (outside the hidden block: clang, building an executable, then drops the reference's TLS
+ * type when the address is only compared, and the link fails) */
+#pragma GCC visibility pop
 extern __thread struct tcache sm_tc TLS_IE;
+#pragma GCC visibility push(hidden)
 /* The calling thread's malloc bin for size bytes, 1 <= size <= MAX_SMALL (size - 1 <
  * MAX_SMALL: one compare rules out 0 and the large sizes). */
 static inline struct bin *bin_for(size_t size)
@@ -324,6 +332,27 @@ static inline void *fp_get(void *obj, uint32_t off)
 {
 	uintptr_t slot = (uintptr_t)obj + off;
 	return (void *)(*(uintptr_t *)slot ^ sm_g.secret ^ __builtin_bswap64(slot));
+}
+
+/* ---- the free key: double frees caught in the default mode (harden.c) ----
+ * free() stores sm_free_key in word 1 of each object it pushes on a thread stack; every
+ * path that hands an object out clears it (malloc, the slow paths, malloc_bulk). A free that
+ * finds the key already there takes the slow path, which looks for the object on the
+ * thread's stacks and its slab's freelist and reports a double free when it is there; else
+ * (the program wrote the key itself) the free goes on. Word 0 stays the freelist link. */
+extern uint64_t sm_free_key; /* random, odd, top bit set: no pointer, no small number */
+static inline bool free_key_is_set(const void *p)
+{
+	return ((const uint64_t *)p)[1] == sm_free_key;
+}
+static inline void free_key_set(void *p)
+{
+	((uint64_t *)p)[1] = sm_free_key;
+}
+static inline void *free_key_clear(void *p)
+{
+	((uint64_t *)p)[1] = 0;
+	return p;
 }
 
 /* ---- pointer -> region -> slab (virt_to_slab) ---- */
@@ -530,6 +559,9 @@ void sm_options_read(void);                /* init only: the environment -> sm_o
 bool sm_options_debugs(const char *name);  /* is this cache in SLUBMALLOC_DEBUG's list? */
 void sm_options_print(void);               /* SLUBMALLOC_VERBOSE=1 */
 
+/* "harden.c": the default mode's checks */
+bool sm_free_listed(struct tcache *tc, struct slab *d, void *p); /* p (key set) free here? */
+
 /* "debug.c": SLUBMALLOC_DEBUG caches (no thread bins; every call comes here) */
 void sm_debug_setup(struct cache *c, unsigned flags);
 void sm_debug_slab_init(struct slab *s);   /* a new slab of a debug cache */
@@ -598,5 +630,7 @@ void sm_fork_register(void);              /* once, at init: the pthread_atfork h
 /* "preload/init.c" */
 void sm_init(void);                       /* idempotent; safe to call from any slow path */
 void sm_thread_start(struct tcache *tc);  /* set up tc and arrange its teardown at exit */
+
+#pragma GCC visibility pop
 
 #endif

@@ -115,6 +115,54 @@ static int double_free_aba(void)
     return after_double_free(a, 48);
 }
 
+/* glibc's tst-tcfree2 shape: the first of 20 freed blocks freed again, deep in the stack */
+static int double_free_deep(void)
+{
+    char *o[20];
+    for (int i = 0; i < 20; i++)
+        o[i] = malloc_filled(20);
+    for (int i = 0; i < 20; i++)
+        free_v(o[i]);
+    free_v(o[0]);
+    return after_double_free(o[0], 20);
+}
+
+/* a block freed, then sent from the thread's stacks to its slab's freelist (malloc_trim
+ * drains them; the neighbour keeps the slab alive), then freed again */
+static int double_free_flushed(void)
+{
+    char *a = malloc_filled(40), *b = malloc_filled(40);
+    free_v(a);
+    malloc_trim(0);
+    free_v(a);
+    free_v(b);
+    return after_double_free(a, 40);
+}
+
+/* a block freed, handed out again, freed (correctly), then freed once more */
+static int double_free_reused(void)
+{
+    enum { N = 4096 };
+    static char *o[N];
+    char *a = malloc_filled(48);
+    free_v(a);
+    int k = -1;
+    for (int i = 0; i < N && k < 0; i++)
+        if ((o[i] = malloc_filled(48)) == a)
+            k = i;
+    if (k < 0) {
+        fprintf(stderr, "bad_input: the freed block was not handed out again\n");
+        return 2;
+    }
+    for (int i = 0; i < k; i++)
+        free_v(o[i]);
+    free_v(a);
+    char *b = malloc_filled(48); /* another allocation between the two frees */
+    free_v(a);
+    free_v(b);
+    return after_double_free(a, 48);
+}
+
 /* ---- 2. invalid free ---- */
 static int invalid_free_stack(void)
 {
@@ -541,7 +589,8 @@ struct bad_case {
 static const struct bad_case cases[] = {
     CASE(probe),
     CASE(double_free_small), CASE(double_free_large), CASE(double_free_delayed),
-    CASE(double_free_aba),
+    CASE(double_free_aba), CASE(double_free_deep), CASE(double_free_flushed),
+    CASE(double_free_reused),
     CASE(invalid_free_stack), CASE(invalid_free_global), CASE(invalid_free_one),
     CASE(invalid_free_interior), CASE(invalid_free_unaligned), CASE(invalid_free_far),
     CASE(invalid_free_mmap), CASE(invalid_free_far_heap), CASE(invalid_free_large_interior),

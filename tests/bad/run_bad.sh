@@ -49,11 +49,15 @@ IF='slubmalloc: invalid free of 0x'
 IR='slubmalloc: invalid realloc of 0x'
 IU='slubmalloc: invalid malloc_usable_size of 0x'
 cases=(
-    # 1. double free: the always-on check catches an object already on top of the freelist
+    # 1. double free: the free key (src/harden.c) catches a block still on the thread's stacks
+    # or its slab's freelist, however deep
     "double_free_small         -    1 abort $DF"
     "double_free_large         -    1 abort $DF"
-    "double_free_delayed       -    0 abort $DF"
-    "double_free_aba           -    0 abort $DF"
+    "double_free_delayed       -    1 abort $DF"
+    "double_free_aba           -    1 abort $DF"
+    "double_free_deep          -    1 abort $DF"
+    "double_free_flushed       -    1 abort $DF"
+    "double_free_reused        -    1 abort $DF"
     "double_free_small         F    1 abort $DF"
     "double_free_large         F    1 abort $DF"
     "double_free_delayed       F    1 abort $DF"

@@ -1,0 +1,45 @@
+/* harden.c: the default mode's double-free check, behind the free key (internal.h). A free
+ * that finds the key in word 1 asks here whether the object is free already: on the calling
+ * thread's stacks of its class (bin, fbin, rbin), on its spill chain, or on its slab's shared
+ * freelist. Only a double free, or a program that stored the key itself, gets here, so the
+ * search may be long; it must not crash on a freelist that other threads change meanwhile:
+ * each link is checked to be an object of the slab before it is followed, and the walk stops
+ * after as many links as the slab has objects. */
+#include "internal.h"
+
+static bool in_bin(const struct bin *b, const void *p)
+{
+	for (void **v = b->slots; v < b->top; v++)
+		if (*v == p)
+			return true;
+	return false;
+}
+
+/* Whether p is on the chain from head (links at fpoff), following at most n links, each of
+ * them an object of slab s. */
+static bool in_chain(const struct slab *s, void *head, uint32_t fpoff, uint64_t n, const void *p)
+{
+	for (void *o = head; o && n--; o = fp_get(o, fpoff)) {
+		if (o == p)
+			return true;
+		if (slab_index(s, (uintptr_t)o) == UINT32_MAX)
+			return false; /* changed under us: the slab's freelist is someone else's now */
+	}
+	return false;
+}
+
+bool sm_free_listed(struct tcache *tc, struct slab *d, void *p)
+{
+	struct slab *s = d->head;
+	unsigned cls = s->cls;
+	if (cls < NCLASS && tc->state == T_LIVE) {
+		if (in_bin(&tc->bin[cls], p) || in_bin(&tc->fbin[cls], p) || in_bin(&tc->rbin[cls], p))
+			return true;
+		/* the spill chain holds objects of the active slab only */
+		struct src *src = &tc->src[cls];
+		if (src->spill && src->active == s && in_chain(s, src->spill, 0, src->nspill, p))
+			return true;
+	}
+	void *head = (void *)__atomic_load_n(&s->word.lo, __ATOMIC_ACQUIRE);
+	return in_chain(s, head, s->cache->fpoff, s->objects, p);
+}
