@@ -60,13 +60,24 @@ static void *alloc_class(unsigned cls, size_t req, void *caller)
 	return free_key_clear(p);
 }
 
+/* A trim gives back at most what the caches map: no help to a request larger than that (an
+ * impossible size, which must fail fast). */
+static SM_COLD bool trim_may_help(size_t size)
+{
+	uint64_t mapped, dirty, live_n, live_bytes, cached, peak_n, peak_bytes;
+	sm_region_figures(&mapped, &dirty);
+	sm_large_figures(&live_n, &live_bytes, &cached, &peak_n, &peak_bytes);
+	return size <= mapped + cached;
+}
+
 /* Out of memory (an RLIMIT_AS cap, say): the caches' memory goes back to the OS at once, as
  * malloc_trim(0) gives it (the empty slabs each cache keeps, dirty pages, cached large
  * ranges), and a large block is tried once more. */
 static void *alloc_large(size_t size, size_t align, bool zero)
 {
 	void *p = sm_large_alloc(size, align, zero);
-	if (unlikely(!p) && sm_trim() && !(p = sm_large_alloc(size, align, zero)))
+	if (unlikely(!p) && trim_may_help(size) && sm_trim() &&
+	    !(p = sm_large_alloc(size, align, zero)))
 		errno = ENOMEM;
 	return p;
 }
