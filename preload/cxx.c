@@ -66,17 +66,17 @@ NEW(cxx_new_array_al_nothrow, "_ZnamSt11align_val_tRKSt9nothrow_t",
 
 DELETE(cxx_delete, "_ZdlPv", (void *p), sm_free_fast(p))
 DELETE(cxx_delete_array, "_ZdaPv", (void *p), sm_free_fast(p))
-DELETE(cxx_delete_sized, "_ZdlPvm", (void *p, size_t n), sm_free_sized(p, n))
-DELETE(cxx_delete_array_sized, "_ZdaPvm", (void *p, size_t n), sm_free_sized(p, n))
+DELETE(cxx_delete_sized, "_ZdlPvm", (void *p, size_t n), sm_free_sized_fast(p, n))
+DELETE(cxx_delete_array_sized, "_ZdaPvm", (void *p, size_t n), sm_free_sized_fast(p, n))
 DELETE(cxx_delete_nothrow, "_ZdlPvRKSt9nothrow_t", (void *p, const void *t), ((void)t, sm_free_fast(p)))
 DELETE(cxx_delete_array_nothrow, "_ZdaPvRKSt9nothrow_t", (void *p, const void *t),
        ((void)t, sm_free_fast(p)))
 DELETE(cxx_delete_al, "_ZdlPvSt11align_val_t", (void *p, size_t al), ((void)al, sm_free_fast(p)))
 DELETE(cxx_delete_array_al, "_ZdaPvSt11align_val_t", (void *p, size_t al), ((void)al, sm_free_fast(p)))
 DELETE(cxx_delete_sized_al, "_ZdlPvmSt11align_val_t", (void *p, size_t n, size_t al),
-       ((void)al, sm_free_sized(p, n)))
+       ((void)al, sm_free_sized_fast(p, n)))
 DELETE(cxx_delete_array_sized_al, "_ZdaPvmSt11align_val_t", (void *p, size_t n, size_t al),
-       ((void)al, sm_free_sized(p, n)))
+       ((void)al, sm_free_sized_fast(p, n)))
 DELETE(cxx_delete_al_nothrow, "_ZdlPvSt11align_val_tRKSt9nothrow_t",
        (void *p, size_t al, const void *t), ((void)al, (void)t, sm_free_fast(p)))
 DELETE(cxx_delete_array_al_nothrow, "_ZdaPvSt11align_val_tRKSt9nothrow_t",

@@ -202,12 +202,12 @@ size_t sm_usable_size(const void *p)
 	return p ? usable(p, "invalid malloc_usable_size") : 0;
 }
 
-/* free_sized / sized delete: the size given must fit the block. */
+/* sized free's slow path (fastpath.h): the size given must fit the block. */
 void sm_free_sized(void *p, size_t size)
 {
 	if (p && size > sm_usable_size(p))
 		sm_fatal("sized free", p, "(size larger than the block)");
-	sm_free_fast(p);
+	sm_free_slow(p);
 }
 
 void *sm_calloc(size_t n, size_t size)

@@ -69,11 +69,11 @@ struct slab {
 				   * 0 for larger objects, which any thread reuses */
 	uint8_t cls;              /* size class; NCLASS (no thread bin) for a typed cache */
 	uint8_t shift;            /* size = odd part << shift */
+	uint32_t size;            /* object size (sized free checks its size against it) */
 	/* line 1: the shared word, changed only by cas16(); the partial-list links; fields no
 	 * fastpath reads */
 	dword_t word __attribute__((aligned(64))); /* lo: freelist head, hi: counters */
 	struct slab *next, *prev; /* cache->partial links (cache lock); head only */
-	uint32_t size;            /* object size */
 	uint32_t carved;          /* objects handed out since the slab was made or started over;
 				   * the rest are on no freelist (slab.c) */
 	uint16_t freezer;         /* head: the id of the thread that froze it last (depot.c) */
@@ -82,6 +82,7 @@ struct slab {
 } __attribute__((aligned(64)));
 
 _Static_assert(sizeof(struct slab) == 128, "page_desc() scales the page index by 128");
+_Static_assert(offsetof(struct slab, size) < 64, "free()'s fields share line 0");
 _Static_assert(NCLASS < 256, "slab->cls is a byte");
 
 /* A 4 MiB region: page 0 is this header, pages 1..63 are slab pages. The descriptors come
@@ -243,7 +244,7 @@ struct tcache {
  * reused. */
 static inline struct bin *fbin_of(const struct slab *s)
 {
-	return (struct bin *)(void *)(thread_pointer() + s->fbtp);
+	return (struct bin *)(void *)thread_pointer_plus(&s->fbtp);
 }
 
 /* Whether objects of slabs another thread froze may be on a thread's sub-line fbins: set once

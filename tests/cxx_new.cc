@@ -2,9 +2,11 @@
 // array, nothrow, sized delete, aligned new/delete with std::align_val_t 16..4096 (plain, array,
 // nothrow, sized+aligned delete). Checks alignment, that objects are usable and distinct, that an
 // impossible size throws std::bad_alloc (and calls the new_handler first) while nothrow returns
-// nullptr, and runs a std::vector / std::string / std::map / std::unordered_map workload with
-// verified results. Built with -O0 -fno-allocation-dce so no allocation is elided.
+// nullptr, runs a std::vector / std::string / std::map / std::unordered_map workload with
+// verified results, and (under slubmalloc) checks that a sized delete larger than its block is
+// reported, in every sized form. Built with -O0 -fno-allocation-dce so no allocation is elided.
 #include <cerrno>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +18,10 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static long failures = 0;
 
@@ -298,12 +304,66 @@ static void test_containers()
         check(sp[i]->id == i, "shared_ptr contents", i);
 }
 
+// A sized delete with a size larger than the block is reported and aborts (slubmalloc only:
+// glibc does not check; run.sh sets SLUBMALLOC_EXPECT=1). Each form runs in a child whose
+// stderr goes to a file the parent reads.
+static void wrong_size_case(const char *name, void (*bad)())
+{
+    char path[] = "/tmp/cxx_new.XXXXXX";
+    int fd = mkstemp(path);
+    check(fd >= 0, "mkstemp");
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd, 2);
+        bad();
+        _exit(0); // not caught
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    char msg[512] = {0};
+    ssize_t n = pread(fd, msg, sizeof msg - 1, 0);
+    close(fd);
+    unlink(path);
+    bool caught = WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT && n > 0 &&
+                  std::strstr(msg, "slubmalloc: sized free of 0x") != nullptr;
+    if (!caught)
+        std::fprintf(stderr, "FAIL: %s: not reported (status 0x%x, stderr \"%s\")\n", name, st, msg);
+    check(caught, "wrong-size sized delete not reported");
+}
+
+static void test_wrong_size()
+{
+    const char *e = std::getenv("SLUBMALLOC_EXPECT");
+    if (!e || std::strcmp(e, "1") != 0)
+        return;
+    wrong_size_case("delete(p, n)", [] { ::operator delete(::operator new(32), 4096); });
+    wrong_size_case("delete[](p, n)", [] { ::operator delete[](::operator new[](100), 1000); });
+    wrong_size_case("delete(p, n, align)", [] {
+        std::align_val_t al{ 64 };
+        ::operator delete(::operator new(64, al), 65536, al);
+    });
+    wrong_size_case("delete[](p, n, align)", [] {
+        std::align_val_t al{ 4096 };
+        ::operator delete[](::operator new[](8192, al), 100000, al);
+    });
+    wrong_size_case("delete(large, n)", [] { ::operator delete(::operator new(1 << 20), 4 << 20); });
+    // and the right sizes, every sized form, go through
+    for (std::size_t n : { 1, 16, 17, 100, 4096, 70000, 200000 }) {
+        ::operator delete(::operator new(n), n);
+        ::operator delete[](::operator new[](n), n);
+        std::align_val_t al{ 256 };
+        ::operator delete(::operator new(n, al), n, al);
+        ::operator delete[](::operator new[](n, al), n, al);
+    }
+}
+
 int main()
 {
     test_plain();
     test_aligned();
     test_failure();
     test_containers();
+    test_wrong_size();
     if (failures) {
         std::fprintf(stderr, "cxx_new: %ld check(s) FAILED\n", failures);
         return 1;
