@@ -489,36 +489,39 @@ struct group {
 	uint32_t n;
 };
 
-/* Open groups while objects are sorted by slab (the kernel's detached freelist, with a
- * look-ahead of FLUSH_GROUPS slabs); a full table is pushed and started again. */
+/* Open groups while objects are sorted by slab (the kernel's detached freelist): FLUSH_GROUPS
+ * groups, direct-mapped by slab, so frees in any order gather each slab's objects into one
+ * push; a slab that finds its place taken pushes the group there first. used: the open
+ * groups, one bit each. */
 struct detached {
 	struct group g[FLUSH_GROUPS];
-	unsigned ng, last;
+	uint32_t used;
 };
+_Static_assert(FLUSH_GROUPS <= 32 && !(FLUSH_GROUPS & (FLUSH_GROUPS - 1)),
+	       "one bit of used per group, a mask for the index");
 
 static void detached_push(struct detached *d)
 {
-	for (unsigned k = 0; k < d->ng; k++)
-		sm_push_chain(d->g[k].s, d->g[k].head, d->g[k].tail, d->g[k].n);
-	d->ng = d->last = 0;
+	for (uint32_t m = d->used; m; m &= m - 1) {
+		struct group *g = &d->g[__builtin_ctz(m)];
+		sm_push_chain(g->s, g->head, g->tail, g->n);
+	}
+	d->used = 0;
 }
 
-/* The group of slab s, opened if need be (a full table is pushed first). */
+/* The group of slab s (a descriptor, 128-byte aligned: page and region bits mixed). */
 static inline struct group *detached_group(struct detached *d, struct slab *s)
 {
-	unsigned i = d->last;
-	if (d->ng == 0 || d->g[i].s != s) {
-		for (i = 0; i < d->ng && d->g[i].s != s; i++)
-			;
-		if (i == d->ng) {
-			if (d->ng == FLUSH_GROUPS)
-				detached_push(d);
-			i = d->ng++;
-			d->g[i] = (struct group){.s = s, .head = NULL, .tail = NULL, .n = 0};
-		}
-		d->last = i;
+	uintptr_t a = (uintptr_t)s;
+	unsigned i = (unsigned)((a >> 7) ^ (a >> REGION_SHIFT)) & (FLUSH_GROUPS - 1);
+	struct group *g = &d->g[i];
+	if (!(d->used >> i & 1) || g->s != s) {
+		if (d->used >> i & 1)
+			sm_push_chain(g->s, g->head, g->tail, g->n);
+		*g = (struct group){.s = s, .head = NULL, .tail = NULL, .n = 0};
+		d->used |= 1u << i;
 	}
-	return &d->g[i];
+	return g;
 }
 
 static inline void detached_add(struct detached *d, void *o)
@@ -535,7 +538,8 @@ static inline void detached_add(struct detached *d, void *o)
 /* Return a chain of objects (free pointers at fpoff) to their slabs: one push per slab. */
 void sm_free_chain(void *o, uint32_t fpoff)
 {
-	struct detached d = {.ng = 0};
+	struct detached d;
+	d.used = 0;
 	while (o) {
 		void *next = checked_next(slab_of((uintptr_t)o), o, fpoff);
 		detached_add(&d, o);
@@ -549,9 +553,13 @@ void sm_free_chain(void *o, uint32_t fpoff)
  * joins its slab's group in one step. */
 void sm_free_array(void **v, size_t n)
 {
-	struct detached d = {.ng = 0};
+	struct detached d;
+	d.used = 0;
 	uintptr_t secret = sm_g.secret;
 	for (void **at = v, **end = v + n; at < end;) {
+		/* the links go into objects long freed, most of them out of the cache by now */
+		if (at + FLUSH_PREFETCH < end)
+			__builtin_prefetch(at[FLUSH_PREFETCH], 1);
 		uintptr_t first = (uintptr_t)*at++;
 		if (!first)
 			continue;

@@ -52,7 +52,9 @@
                                                  * (their setup costs more than it saves) */
 #define DEPOT_MAX 512                           /* objects a class's depot holds, at most
 						 * (and 2 bins' worth): depot.c */
-#define FLUSH_GROUPS 8                          /* open slab groups while flushing (look-ahead) */
+#define FLUSH_PREFETCH 8                        /* objects a flush prefetches ahead */
+#define FLUSH_GROUPS 32                        /* slabs a flush gathers objects for at once
+						 * (direct-mapped: frees in any order) */
 
 #define EMPTY_RESERVE 2                         /* empty slabs a cache keeps (min_partial);
 						 * SLUBMALLOC_MIN_PARTIAL overrides */
