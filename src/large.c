@@ -2,8 +2,9 @@
  * addressing, linear probing, backward-shift deletion) maps the address handed out to its
  * range, so free() can tell a large block of ours from any other pointer without reading memory
  * in front of it. Freed ranges wait in a small cache (LARGE_CACHE_SLOTS ranges, at most
- * LARGE_CACHE_BYTES, each at most the purge delay old) so that malloc/free of large sizes reuses
- * resident pages instead of mapping, unmapping and faulting them in again: a request takes the
+ * LARGE_CACHE_BYTES or two thirds of the live large bytes, each at most the purge delay old)
+ * so that malloc/free of large sizes reuses resident pages instead of mapping, unmapping and
+ * faulting them in again: a request takes the
  * best-fitting cached range and leaves the rest of it cached, or grows the largest cached range
  * with mremap (its resident pages move along). Ranges are parts of anonymous mappings, each
  * inside one mapping, so any of them can be unmapped or remapped on its own.
@@ -172,6 +173,16 @@ static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map)
 	return base;
 }
 
+/* The bytes the cache may hold: LARGE_CACHE_BYTES, or two thirds of the live large bytes when
+ * that is more (a program that keeps a window of large blocks finds a fit among the freed
+ * ones, instead of faulting new pages in; at most its live bytes' share, so the peak RSS stays
+ * below glibc's for such a window: bench/results). */
+static size_t cache_cap(void)
+{
+	size_t share = live_bytes / 3 * 2;
+	return share > LARGE_CACHE_BYTES ? share : LARGE_CACHE_BYTES;
+}
+
 /* Cache the range m, merged with cached neighbours of the same mapping (a range spanning two
  * mappings could not be remapped); ranges that no longer fit (slots, bytes: oldest first) go
  * to drop[] for the caller to unmap. Returns how many. */
@@ -190,7 +201,8 @@ static unsigned cache_put(struct lcached m, struct lcached *drop)
 			i = -1; /* the merged range may have a neighbour on its other side */
 		}
 	}
-	if (m.len > LARGE_CACHE_BYTES) {
+	size_t cap = cache_cap();
+	if (m.len > cap) {
 		drop[nd++] = m;
 		return nd;
 	}
@@ -202,7 +214,7 @@ static unsigned cache_put(struct lcached m, struct lcached *drop)
 			else if (oldest < 0 || cached[i].when < cached[oldest].when)
 				oldest = i;
 		}
-		if (free_slot >= 0 && cached_bytes + m.len <= LARGE_CACHE_BYTES) {
+		if (free_slot >= 0 && cached_bytes + m.len <= cap) {
 			cached[free_slot] = m;
 			cached_bytes += m.len;
 			return nd;
