@@ -53,8 +53,8 @@ WORKLOADS=(
 	"cxx_stl|time|-|bench/cxx_stl 40|bench/cxx_stl 16|stdout"
 	"cxx_larson|time|ms|bench/cxx_larson 2 12000|bench/cxx_larson 2 4000|"
 	"xchurn|time|ms|bench/xchurn 8 20 100000|bench/xchurn 8 8 60000|"
-	"cxx_large|time|ms|bench/cxx_large 2000 20 1|bench/cxx_large 600 20 1|"
-	"cxx_large_mt|time|-|bench/cxx_large 2000 10 2|bench/cxx_large 600 10 2|"
+	"cxx_large|time|ms|bench/cxx_large 600 20 1|bench/cxx_large 300 20 1|"
+	"cxx_large_mt|time|-|bench/cxx_large 600 10 2|bench/cxx_large 300 10 2|"
 )
 # The real programs (and the C++ programs built with g++'s defaults): their own geometric mean.
 REAL_WORKLOADS="real_python real_sort real_cc real_sqlite real_redis cxx_stl cxx_larson"
