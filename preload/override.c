@@ -1,11 +1,8 @@
 /* override.c: the libc names (the glibc manual's "Replacing malloc" set and its extras), each a
  * one-line call into the engine. These and include/slubmalloc.h are all the library exports. */
-#include <errno.h>
-#include <limits.h>
 #include <malloc.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <unistd.h>
 
 #include "slubmalloc.h"
 
@@ -50,10 +47,7 @@ SM_EXPORT void *realloc(void *p, size_t size)
 
 SM_EXPORT void *reallocarray(void *p, size_t n, size_t size)
 {
-	size_t total;
-	if (__builtin_mul_overflow(n, size, &total))
-		return errno = ENOMEM, NULL;
-	return sm_realloc(p, total);
+	return sm_reallocarray(p, n, size);
 }
 
 SM_EXPORT void *memalign(size_t align, size_t size)
@@ -68,27 +62,17 @@ SM_EXPORT void *aligned_alloc(size_t align, size_t size)
 
 SM_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 {
-	if (align < sizeof(void *) || (align & (align - 1)))
-		return EINVAL;
-	void *p = sm_memalign(align, size);
-	if (!p)
-		return ENOMEM; /* errno is ENOMEM too, as glibc leaves it */
-	*out = p;
-	return 0;
+	return sm_posix_memalign(out, align, size);
 }
 
 SM_EXPORT void *valloc(size_t size)
 {
-	return sm_memalign((size_t)sysconf(_SC_PAGESIZE), size);
+	return sm_valloc(size);
 }
 
 SM_EXPORT void *pvalloc(size_t size)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t rounded = (size + page - 1) & ~(page - 1);
-	if (rounded < size)
-		return errno = ENOMEM, NULL;
-	return sm_memalign(page, rounded ? rounded : page);
+	return sm_pvalloc(size);
 }
 
 SM_EXPORT size_t malloc_usable_size(void *p)
@@ -98,54 +82,24 @@ SM_EXPORT size_t malloc_usable_size(void *p)
 
 /* ---- glibc's malloc.h extras, answered from slubmalloc's own figures (stats.c) ---- */
 
-/* glibc's parameters are all accepted and have no effect here (slubmalloc has no arenas,
- * top pad or mmap threshold); its tests expect 1 for unknown ones too. */
 SM_EXPORT int mallopt(int param, int value)
 {
-	(void)param, (void)value;
-	return 1;
+	return sm_mallopt(param, value);
 }
 
 SM_EXPORT int malloc_trim(size_t pad)
 {
-	(void)pad;
-	return sm_trim();
+	return sm_malloc_trim(pad);
 }
 
-static size_t clamp_int(size_t v)
-{
-	return v > INT_MAX ? INT_MAX : v;
-}
-
-/* glibc's meanings: arena = non-mmapped bytes (our slab regions), uordblks/fordblks = bytes
- * in use/free in them, hblks/hblkhd = mmapped blocks (our large blocks). */
 SM_EXPORT struct mallinfo2 mallinfo2(void)
 {
-	struct slub_stats t;
-	slub_stats_get(&t, NULL, 0);
-	struct mallinfo2 m = {0};
-	m.arena = t.slab_bytes_mapped;
-	m.uordblks = t.small_bytes_in_use;
-	m.fordblks = t.slab_bytes_mapped > t.small_bytes_in_use
-			     ? t.slab_bytes_mapped - t.small_bytes_in_use : 0;
-	m.hblks = t.large_count;
-	m.hblkhd = t.large_bytes;
-	m.usmblks = 0;
-	m.ordblks = 1;
-	return m;
+	return sm_mallinfo2();
 }
 
 SM_EXPORT struct mallinfo mallinfo(void)
 {
-	struct mallinfo2 m2 = mallinfo2();
-	struct mallinfo m = {0};
-	m.arena = (int)clamp_int(m2.arena);
-	m.ordblks = (int)clamp_int(m2.ordblks);
-	m.hblks = (int)clamp_int(m2.hblks);
-	m.hblkhd = (int)clamp_int(m2.hblkhd);
-	m.uordblks = (int)clamp_int(m2.uordblks);
-	m.fordblks = (int)clamp_int(m2.fordblks);
-	return m;
+	return sm_mallinfo();
 }
 
 SM_EXPORT void malloc_stats(void)

@@ -1,36 +1,14 @@
 /* alloc.c: the slow halves of the malloc family: first calls, large sizes, aligned requests,
- * calloc/realloc, the checks that turn a bad pointer into a report, and the orphan cache.
+ * calloc/realloc, and the checks that turn a bad pointer into a report.
  * Contract (glibc 2.36's): failures return NULL with errno ENOMEM (EINVAL for a bad
  * alignment), free preserves errno, realloc(p, 0) frees p and returns NULL.
- * The orphan cache is a struct tcache shared under orphan_lock by threads whose exit
- * destructor already ran (glibc frees and allocates a little after that) or that could not
- * get memory for a cache of their own; their frees go straight to the slabs. */
+ * A thread without a cache of its own allocates from the orphan cache (thread.c); its frees
+ * go straight to the slabs. */
 #include <errno.h>
 #include <string.h>
 
 #include "fastpath.h"
 #include "internal.h"
-
-static sm_lock_t orphan_lock;
-static struct tcache orphan;
-
-static void *alloc_orphan(unsigned cls)
-{
-	/* (debug caches never get here: alloc_class sends them to debug.c first) */
-	sm_lock(&orphan_lock);
-	if (orphan.state == T_NEW)
-		sm_thread_setup(&orphan);
-	struct bin *b = &orphan.bin[cls];
-	void *p = NULL;
-	if (orphan.state == T_LIVE)
-		p = b->top != b->slots ? *--b->top : sm_refill(&orphan, cls);
-	else if (!sm_fill(&sm_g.caches[cls], 0, &orphan.src[cls], &p, 1)) /* no bins at all */
-		p = NULL;
-	sm_unlock(&orphan_lock);
-	if (!p)
-		return errno = ENOMEM, NULL;
-	return free_key_clear(p);
-}
 
 /* An object of class cls for a request of req bytes; caller: the return address of the
  * public entry point (debug caches record it). */
@@ -42,13 +20,15 @@ static void *alloc_class(unsigned cls, size_t req, void *caller)
 	if (unlikely(tc->state != T_LIVE)) {
 		if (tc->state == T_NEW)
 			sm_thread_start(tc);
-		if (tc->state != T_LIVE) /* exited, or no memory for a cache yet */
-			return alloc_orphan(cls);
+		if (tc->state != T_LIVE) { /* exited, or no memory for a cache yet */
+			void *p = sm_orphan_alloc(cls);
+			return p ? free_key_clear(p) : (errno = ENOMEM, NULL);
+		}
 	}
-	struct bin *b = &tc->bin[cls];
+	struct stack *b = &tc->alloc_stack[cls];
 	void *p;
 	/* SLUBMALLOC_STATS=1 (sizeclass.c): the fastpath's work, counted here */
-	if (b->top != b->slots || class_swap(b, &tc->fbin[cls])) {
+	if (b->top != b->slots || class_swap(b, &tc->free_stack[cls])) {
 		p = *--b->top;
 		sm_count(&sm_g.caches[cls], EV_ALLOC_FAST, 1);
 	} else {
@@ -95,27 +75,28 @@ static SM_COLD void *no_region(unsigned cls, size_t size, size_t align)
 }
 
 /* sm_alloc_swap's way when the free stack needs sorting first (class_swap). */
-static SM_COLD void *alloc_swap_sorted(struct bin *b, struct bin *f, size_t size)
+static SM_COLD void *alloc_swap_sorted(struct stack *b, struct stack *f, size_t size)
 {
 	if (!class_swap(b, f))
 		return sm_alloc_slow(size); /* every object was another thread's */
 	return free_key_clear(*--b->top);
 }
 
-/* malloc's bin is empty and its free stack has objects: they become the bin (the two arrays
+/* malloc's stack is empty and its free stack has objects: they become the stack (the two arrays
  * swap) and malloc takes the top one; else the slow path. Kept apart from sm_alloc_slow and
- * short: a malloc/free loop over more objects than a bin holds comes here once per round
+ * short: a malloc/free loop over more objects than a stack holds comes here once per round
  * (with the swap inside sm_alloc_slow, 250 mallocs then 250 frees took about 1 TSC cycle
  * more per malloc on the 2-core VM). */
-void *sm_alloc_swap(struct bin *b, size_t size)
+void *sm_alloc_swap(struct stack *b, size_t size)
 {
-	struct bin *f = b + (offsetof(struct tcache, fbin) - offsetof(struct tcache, bin)) /
-				    sizeof(struct bin);
+	struct stack *f = b + (offsetof(struct tcache, free_stack) -
+			       offsetof(struct tcache, alloc_stack)) /
+				    sizeof(struct stack);
 	if (f->top == f->slots)
 		return sm_alloc_slow(size);
 	if (class_needs_sort(f)) /* out of line: this function keeps no stack frame */
 		return alloc_swap_sorted(b, f, size);
-	bin_swap(b, f);
+	stack_swap(b, f);
 	return free_key_clear(*--b->top);
 }
 
@@ -148,7 +129,7 @@ void sm_free_slow(void *p)
 		if (!s || slab_index(s, a) == UINT32_MAX)
 			sm_fatal("invalid free", p, "(not the start of an object of slubmalloc)");
 		struct tcache *tc = &sm_tc;
-		struct bin *b = &tc->fbin[s->cls];
+		struct stack *b = &tc->free_stack[s->cls];
 		if ((b->top != b->slots && b->top[-1] == p) ||
 		    (free_key_is_set(p) && sm_free_listed(tc, s, p)))
 			sm_fatal_in("double free", p, s->cache);
@@ -157,12 +138,12 @@ void sm_free_slow(void *p)
 		/* the fastpath's push (fastpath.h), with the free stack's own room: with
 		 * SLUBMALLOC_STATS=1 the slabs send every free here (slab.c) */
 		struct cache *c = s->cache;
-		uint32_t cap = tc->state == T_LIVE && s->cls < NCLASS ? bin_cap(b) : 0;
+		uint32_t cap = tc->state == T_LIVE && s->cls < NCLASS ? stack_cap(b) : 0;
 		if (!cap) {
 			sm_count(c, EV_FREE_REMOTE, 1);
 			sm_free_to_slab(s, p);
 		} else {
-			if (bin_count(b) >= cap)
+			if (stack_count(b) >= cap)
 				sm_flush(tc, s->cls);
 			*b->top++ = p;
 			free_key_set(p);
@@ -273,18 +254,67 @@ void *sm_memalign(size_t align, size_t size)
 	return alloc_large(size, align, false);
 }
 
-struct tcache *sm_orphan_tcache(void)
+/* posix_memalign: EINVAL for an alignment that is not a power of two multiple of
+ * sizeof(void *); ENOMEM, with errno ENOMEM too, as glibc leaves it; *out set only on
+ * success. */
+int sm_posix_memalign(void **out, size_t align, size_t size)
 {
-	return &orphan;
+	if (align < sizeof(void *) || (align & (align - 1)))
+		return EINVAL;
+	void *p = sm_memalign(align, size);
+	if (!p)
+		return ENOMEM;
+	*out = p;
+	return 0;
 }
 
-void sm_orphan_lock_all(void)
+void *sm_valloc(size_t size)
 {
-	sm_lock(&orphan_lock);
+	return sm_memalign(sm_os_page_size(), size);
 }
 
-void sm_orphan_unlock_all(bool reinit)
+/* pvalloc: whole pages, at least one. */
+void *sm_pvalloc(size_t size)
 {
-	(void)reinit;
-	sm_unlock(&orphan_lock);
+	size_t page = sm_os_page_size();
+	size_t rounded = (size + page - 1) & ~(page - 1);
+	if (rounded < size)
+		return errno = ENOMEM, NULL;
+	return sm_memalign(page, rounded ? rounded : page);
+}
+
+void *sm_reallocarray(void *p, size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total))
+		return errno = ENOMEM, NULL;
+	return sm_realloc(p, total);
+}
+
+/* ---- C++ operator new (fastpath.h inlines its first try) ---- */
+typedef void (*new_handler_fn)(void);
+/* libstdc++'s, weak: present whenever the program uses libstdc++ (the only way to call new) */
+extern new_handler_fn cxx_get_new_handler(void) __asm__("_ZSt15get_new_handlerv")
+	__attribute__((weak));
+extern void cxx_throw_bad_alloc(void) __asm__("_ZSt17__throw_bad_allocv")
+	__attribute__((weak, noreturn));
+
+/* A failed new runs std::get_new_handler()'s handler and retries. Without a handler it
+ * returns NULL (nothrow) or throws std::bad_alloc through libstdc++'s own thrower. */
+SM_COLD void *sm_new_failed(size_t n, size_t align, bool nothrow)
+{
+	for (;;) {
+		new_handler_fn h = (!nothrow && cxx_get_new_handler) ? cxx_get_new_handler() : NULL;
+		if (!h) {
+			if (nothrow)
+				return NULL;
+			if (cxx_throw_bad_alloc)
+				cxx_throw_bad_alloc();
+			sm_fatal("operator new", NULL, "failed and std::bad_alloc cannot be thrown");
+		}
+		h();
+		void *p = align ? sm_memalign(align, n) : sm_alloc_fast(n);
+		if (p)
+			return p;
+	}
 }

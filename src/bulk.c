@@ -1,10 +1,10 @@
 /* bulk.c: malloc_bulk and free_bulk, after the kernel's kmem_cache_alloc_bulk/free_bulk.
- * Allocation: one object as malloc takes it; when the thread's bin holds n objects, one copy
+ * Allocation: one object as malloc takes it; when the thread's stack holds n objects, one copy
  * of its top n pointers and one store of its top (no per-object branch); otherwise whole runs
- * from the bin, then straight from the slab sources (spill chain, take-all, carving) into the
+ * from the stack, then straight from the slab sources (spill chain, take-all, carving) into the
  * caller's array: never n trips through malloc. Free: a run of pointers into one slab is
  * checked against that slab's descriptor, read once per run, and pushed onto the thread's free
- * stack (fbin) with one store of its top (bulk_runs.h: the checks, scalar or four at a time
+ * stack (free_stack) with one store of its top (bulk_runs.h: the checks, scalar or four at a time
  * with AVX2; the whole array as one run is tried first); a pointer that fails a check, or
  * finds the free stack full, takes free()'s slow path (report, or flush of the older half
  * grouped by slab, one cmpxchg16b per slab). One pointer takes free()'s fastpath, two or three
@@ -97,8 +97,8 @@ static SM_COLD size_t alloc_slow(size_t size, size_t n, void **ptrs)
 		sm_thread_start(tc);
 	if (tc->state != T_LIVE)
 		return alloc_each(size, n, ptrs);
-	size_t got = sm_take_n(&sm_g.caches[cls], tc->id, &tc->bin[cls], &tc->fbin[cls],
-			       &tc->src[cls], ptrs, n);
+	size_t got = sm_take_n(&sm_g.caches[cls], tc->id, &tc->alloc_stack[cls], &tc->free_stack[cls],
+			       &tc->source[cls], ptrs, n);
 	return got == n ? clear_keys(ptrs, n) : take_fail(got, ptrs);
 }
 
@@ -113,7 +113,7 @@ static SM_COLD size_t malloc_bulk_slow(size_t size, size_t n, void **ptrs)
 	return alloc_slow(size, n, ptrs);
 }
 
-/* One object, the bin empty (or a large size, or no array): malloc's own paths. */
+/* One object, the stack empty (or a large size, or no array): malloc's own paths. */
 static __attribute__((noinline)) size_t one_slow(size_t size, void **ptrs)
 {
 	if (!ptrs)
@@ -125,14 +125,14 @@ static __attribute__((noinline)) size_t one_slow(size_t size, void **ptrs)
 	return 1;
 }
 
-/* n != 1 objects: n from the top of the thread's bin in one copy (inline for short arrays,
+/* n != 1 objects: n from the top of the thread's stack in one copy (inline for short arrays,
  * else a tail call). */
 static __attribute__((noinline)) size_t many(size_t size, size_t n, void **ptrs)
 {
 	if (likely(size - 1 < MAX_SMALL && ptrs)) {
-		/* the fastpath's bin; empty in debug and stats modes and until the thread
+		/* the fastpath's stack; empty in debug and stats modes and until the thread
 		 * is set up, so those go to the slow path */
-		struct bin *b = bin_for(size);
+		struct stack *b = alloc_stack_for(size);
 		void **t = b->top;
 		if (likely((size_t)(t - b->slots) >= n && n)) {
 			t -= n;
@@ -154,7 +154,7 @@ SM_EXPORT SM_HOT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 	if (unlikely(n != 1))
 		return many(size, n, ptrs);
 	if (likely(size - 1 < MAX_SMALL && ptrs)) {
-		struct bin *b = bin_for(size);
+		struct stack *b = alloc_stack_for(size);
 		void **t = b->top;
 		if (likely(t != b->slots)) {
 			b->top = --t;
@@ -165,11 +165,11 @@ SM_EXPORT SM_HOT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 	return one_slow(size, ptrs);
 }
 
-/* The bin a run that starts with the pointer a goes to, and d = a's page descriptor; NULL when
- * a is not an object of ours (the descriptor of a page of no slab is not read beyond that
- * check), or, for a typed cache, not one of its objects. Untyped: free()'s choice of bin, fbin
- * or rbin (tc is the caller's). */
-static inline struct bin *run_start(struct tcache *tc, uintptr_t a, struct cache *typed,
+/* The stack a run that starts with the pointer a goes to, and d = a's page descriptor; NULL when a
+ * is not an object of ours (the descriptor of a page of no slab is not read beyond that check), or,
+ * for a typed cache, not one of its objects. Untyped: free()'s choice of stack, free_stack or
+ * remote_stack (tc is the caller's). */
+static inline struct stack *run_start(struct tcache *tc, uintptr_t a, struct cache *typed,
 				    struct slab **dp)
 {
 	if (unlikely(!region_is_ours(a)))
@@ -178,8 +178,8 @@ static inline struct bin *run_start(struct tcache *tc, uintptr_t a, struct cache
 	if (unlikely(!is_object(d, a)))
 		return NULL;
 	if (typed)
-		return likely(d->cache == typed) ? &tc->tfbin[typed->id] : NULL;
-	return fbin_of(d);
+		return likely(d->cache == typed) ? &tc->typed_free[typed->id] : NULL;
+	return free_stack_of(d);
 }
 
 #define RUNS_VEC 0
@@ -269,13 +269,13 @@ static __attribute__((noinline)) void free_short(size_t n, void **ptrs)
 }
 
 /* A short array (2 or 3 pointers) as one run: each an object in the first one's page, unlike
- * the pointer before it (the first: unlike the bin's top), and room on the bin for all; then
- * one push. Returns false, the bin's top unchanged, when that is not so (the caller frees them
+ * the pointer before it (the first: unlike the stack's top), and room on the stack for all; then
+ * one push. Returns false, the stack's top unchanged, when that is not so (the caller frees them
  * one by one). */
 static inline bool short_run(size_t n, void **ptrs)
 {
 	struct slab *d;
-	struct bin *b = run_start(&sm_tc, (uintptr_t)ptrs[0], NULL, &d);
+	struct stack *b = run_start(&sm_tc, (uintptr_t)ptrs[0], NULL, &d);
 	if (unlikely(!b))
 		return false;
 	void **t = b->top;

@@ -6,24 +6,24 @@
  * wait for them to reach the cache), and first tries the whole array as one run (one_run).
  * RUNS_NAME(tc, src, end, typed) frees the pointers in [src, end) while every check passes,
  * calling nothing, and returns where it stopped: the first pointer it leaves to the slow path,
- * or end. With typed NULL, objects of the size classes go to the thread's bins, as free()
+ * or end. With typed NULL, objects of the size classes go to the thread's stacks, as free()
  * would put them; with a typed cache (slub_cache_free_bulk: the caller has entered, and tc's
- * bins serve it), every pointer must be an object of that cache, checked once per run, and
- * goes to its tfbin. Every object pushed on a size class's stack gets the free key (bulk.c).
+ * stacks serve it), every pointer must be an object of that cache, checked once per run, and
+ * goes to its typed_free. Every object pushed on a size class's stack gets the free key (bulk.c).
  * A run is a stretch of pointers into one slab, checked against the descriptor d of the first
  * one's page, whose read-only fields are read once per run. run_start (bulk.c) checks the
  * first pointer as free() does (ours, an object: a page of no slab fails it, so d is a slab's
- * and its objects >= 1) and picks the bin, free()'s choice, once per run; then
+ * and its objects >= 1) and picks the stack, free()'s choice, once per run; then
  * every pointer of the run, the first again, is checked:
  *   - slab_index()'s test (exact for any address: inside the slab and on an object
  *     boundary);
- *   - a pointer equal to the one before it (for the first, the bin's top: slots[-1] is a NULL
+ *   - a pointer equal to the one before it (for the first, the stack's top: slots[-1] is a NULL
  *     guard) is a double free;
  *   a pointer that fails a check ends the run; when it is the run's first, the loop stops
  *   there and the caller's slow path reports it.
  * The vector check works on 32-bit offsets (a slab spans less than 4 GiB): off < 2^32 and
  * rotr32((uint32)off * inv32, k) <= objects - 1 (a run's slab has objects >= 1), where inv32
- * (inv's low half) is the inverse of size's odd part mod 2^32: the same divisibility test as
+ * (inverse's low half) is the inverse of size's odd part mod 2^32: the same divisibility test as
  * slab_index, in 32 bits. */
 
 #if RUNS_VEC
@@ -56,7 +56,7 @@ struct run_vec {
 };
 static RUNS_ATTR struct run_vec run_vec_of(const struct slab *d)
 {
-	return (struct run_vec){bcast64(&d->start), bcast64(&d->inv), _mm256_set1_epi64x(d->shift),
+	return (struct run_vec){bcast64(&d->start), bcast64(&d->inverse), _mm256_set1_epi64x(d->shift),
 				_mm256_add_epi64(bcast64(&d->objects), _mm256_set1_epi64x(-1))};
 }
 /* Checks the four pointers at src (the one before them: before) and, if they pass, stores
@@ -75,22 +75,22 @@ static RUNS_ATTR bool group_at(const struct run_vec *v, void *const *src, __m256
 }
 
 /* The common case first: the n (>= 4) pointers at src as one run, all objects of the first
- * one's slab, with room for all of them on the bin. Checks every pointer as the runs do, in
+ * one's slab, with room for all of them on the stack. Checks every pointer as the runs do, in
  * groups of four (the last group overlaps the one before it when 4 does not divide n), and
- * stores each group above the bin's top as it goes: returns true with the top moved past
- * them, or false with the top unchanged (the stores above it are no objects of the bin),
+ * stores each group above the stack's top as it goes: returns true with the top moved past
+ * them, or false with the top unchanged (the stores above it are no objects of the stack),
  * for the runs to take the array from its start. */
 static RUNS_ATTR bool one_run(struct tcache *tc, void **src, size_t n, struct cache *typed)
 {
 	struct slab *d;
-	struct bin *b = run_start(tc, (uintptr_t)src[0], typed, &d);
+	struct stack *b = run_start(tc, (uintptr_t)src[0], typed, &d);
 	if (unlikely(!b))
 		return false;
 	void **dst = b->top;
 	if (unlikely(b->lim - dst < (ptrdiff_t)n))
 		return false;
 	struct run_vec v = run_vec_of(d);
-	__m256i before = bcast64(&dst[-1]); /* the bin's top: slots[-1] is a NULL guard */
+	__m256i before = bcast64(&dst[-1]); /* the stack's top: slots[-1] is a NULL guard */
 	size_t j = 0;
 	for (;;) {
 		if (!group_at(&v, src + j, before, dst + j))
@@ -113,7 +113,7 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 {
 	while (src != end) {
 		struct slab *d;
-		struct bin *b = run_start(tc, (uintptr_t)*src, typed, &d);
+		struct stack *b = run_start(tc, (uintptr_t)*src, typed, &d);
 		if (unlikely(!b))
 			break; /* the slow path takes it from here */
 		void **dst = b->top, **first = src;
@@ -121,7 +121,7 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 		if (unlikely(room <= 0))
 			break; /* full (flush), or a thread without a cache */
 		uintptr_t lo = (uintptr_t)d->start;
-		uint64_t inv = d->inv, qbad = d->qbad, objects = d->objects;
+		uint64_t inverse = d->inverse, bad_q_bits = d->bad_q_bits, objects = d->objects;
 		unsigned k = d->shift;
 		void **stop = end;
 		if (unlikely(end - src > room))
@@ -133,7 +133,7 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 			struct run_vec v = run_vec_of(d);
 			size_t g = (size_t)(stop - src) / 4, j = 0;
 			do {
-				/* the pointer before the group: the bin's top, then a load (an
+				/* the pointer before the group: the stack's top, then a load (an
 				 * 8-byte load inside one of malloc_bulk's 32-byte stores) */
 				__m256i before = bcast64(j ? &src[4 * j - 1] : &dst[-1]);
 				if (!group_at(&v, src + 4 * j, before, dst + 4 * j))
@@ -146,8 +146,8 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 #endif
 		for (; src != stop; src++) {
 			void *o = *src;
-			uint64_t q = ((uintptr_t)o - lo) * inv; /* slab_index(), d's fields hoisted */
-			if ((q & qbad) || (q >> k) >= objects || o == top)
+			uint64_t q = ((uintptr_t)o - lo) * inverse; /* slab_index(), d's fields hoisted */
+			if ((q & bad_q_bits) || (q >> k) >= objects || o == top)
 				break;
 			*dst++ = top = o;
 		}

@@ -19,7 +19,7 @@
 #define CLASSES_PER_DOUBLING 8                  /* above 128: rounding waste <= 1/9 */
 #define NCLASS (NCLASS_TINY + 10 * CLASSES_PER_DOUBLING) /* 88 size classes up to 128 KiB */
 #define TYPED_MAX 32768                         /* typed caches: largest object and alignment */
-#define CLASS_INDEX_MAX (MAX_SMALL / MIN_ALIGN) /* sm_bin_at[] covers (size-1)/16 */
+#define CLASS_INDEX_MAX (MAX_SMALL / MIN_ALIGN) /* sm_stack_at[] covers (size-1)/16 */
 #define MAX_TYPED 32                            /* typed caches alive at once */
 
 #define TCACHE_BYTES 16384                      /* bytes a thread caches per class */
@@ -51,7 +51,7 @@
 #define SHORT_BULK 4                            /* bulk frees of fewer pointers skip the runs
                                                  * (their setup costs more than it saves) */
 #define DEPOT_MAX 512                           /* objects a class's depot holds, at most
-						 * (and 2 bins' worth): depot.c */
+						 * (and 2 stacks' worth): depot.c */
 #define FLUSH_PREFETCH 8                        /* objects a flush prefetches ahead */
 #define FLUSH_GROUPS 32                        /* slabs a flush gathers objects for at once
 						 * (direct-mapped: frees in any order) */

@@ -1,5 +1,5 @@
 /* debug.c: SLUB's debug mode (slub_debug=FZPU) for the size-class caches that
- * SLUBMALLOC_DEBUG selects. A debug cache leaves the lockless fastpath: its thread bins have
+ * SLUBMALLOC_DEBUG selects. A debug cache leaves the lockless fastpath: its thread stacks have
  * capacity 0, so every malloc and free of its objects comes here (alloc.c), and the fastpaths
  * pay nothing for this file. Its slabs hold slots laid out as
  *     [ left red zone | object (class size) | right red zone | struct dmeta ]
@@ -12,8 +12,8 @@
  * object, so poison covers the whole object. With Z, the bytes from the requested size to the
  * right red zone's end are DBG_RZ_BYTE while allocated, and the left red zone always is. With
  * P, a free object's bytes are all DBG_POISON. Objects come from the cache's own spill chain
- * and active slab (cache->dsrc, through sm_fill) under cache->dlock, and go back with one push
- * each (sm_free_to_slab). */
+ * and active slab (cache->debug_source, through sm_fill) under cache->dlock, and go back with
+ * one push each (sm_free_to_slab). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -168,14 +168,14 @@ static void check_redzones(const struct cache *c, char *slot, uint64_t from)
 
 static uint32_t tid(void)
 {
-	return (uint32_t)gettid();
+	return sm_os_tid();
 }
 
 void *sm_debug_alloc(struct cache *c, size_t req, void *caller)
 {
 	void *o = NULL;
 	sm_lock(&c->dlock);
-	uint32_t n = sm_fill(c, 0, &c->dsrc, &o, 1);
+	uint32_t n = sm_fill(c, 0, &c->debug_source, &o, 1);
 	sm_unlock(&c->dlock);
 	if (!n)
 		return errno = ENOMEM, NULL;

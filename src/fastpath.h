@@ -1,27 +1,27 @@
-/* fastpath.h: the two fastpaths, and nothing else. Call tree:
- *   malloc(n)  -> sm_alloc_fast: bin = the thread's tcache + sm_bin_at[(n-1)/16]; pop it (the
- *                 allocation stack)
- *                 -> empty: sm_alloc_swap: the free stack's objects become the bin
- *                    (class_swap: in classes below a cache line, objects of slabs another
- *                    thread owns go to the rbin first: reusing one here would make two
- *                    threads write one line, passive false sharing; the rbin is never
- *                    allocated from, only sent back)
- *                 -> both empty (or n 0 or > MAX_SMALL, or thread not set up): sm_alloc_slow
+/* fastpath.h: the two fastpaths, malloc's and free's, and the thin wrappers built on them.
+ * Call tree:
+ *   malloc(n)  -> sm_alloc_fast: pop the allocation stack of n's class.
+ *                 The stack is the thread's tcache + sm_stack_at[(n-1)/16].
+ *                 -> stack empty: sm_alloc_swap. The free stack's objects become the
+ *                    allocation stack (class_swap, which first moves other threads'
+ *                    sub-line objects to the remote stack).
+ *                 -> both empty, n 0 or above MAX_SMALL, thread not set up: sm_alloc_slow
  *                    (alloc.c)
- *                      -> sm_refill (cache.c): the free stack (swap) / spill / take-all /
- *                         carve / partial / new slab
- *   free(p)    -> sm_free_fast: region byte, page descriptor, object check, the free key
- *                 (internal.h); push p on the thread's fbin (free stack) of the slab's class
- *                 (thread pointer + slab->fbtp), whichever thread's slab it is from
- *                 -> not ours, key set, fbin full, thread not set up: sm_free_slow
- *   free_sized(p, n), sized delete -> sm_free_sized_fast: the same, and n <= the slab's
- *                 object size in the same test; else sm_free_sized (alloc.c)
- *                      -> sm_flush: swap with an empty bin, grow (once), or sm_free_array ->
- *                         sm_push_chain (one cas16 per slab)
- * Neither fastpath takes a lock or uses an atomic instruction; each touches one word of the
- * object, the free key (word 1).
- * A thread's struct tcache starts zeroed (no slots, no room), so its first malloc and first
- * free take the slow path, which sets the thread up: no "initialised?" branch here. */
+ *                      -> sm_refill (tcache.c): spill chain, take-all, carve, partial slab,
+ *                         new slab.
+ *   free(p)    -> sm_free_fast: region byte, page descriptor, object check, free key
+ *                 (internal.h). Then push p on the free stack of the slab's class, whichever
+ *                 thread's slab it is from. The stack is the thread pointer +
+ *                 slab->free_stack_off.
+ *                 -> not ours, key set, stack full, thread not set up: sm_free_slow
+ *                      -> sm_flush (tcache.c): swap with an empty stack, grow, or send the
+ *                         older half back (sm_free_array, one cas16 per slab).
+ *   free_sized(p, n), sized delete -> sm_free_sized_fast: the same, with n <= the slab's
+ *                 object size in the same test. Else sm_free_sized (alloc.c).
+ * Neither fastpath takes a lock or uses an atomic instruction.
+ * Each touches one word of the object: the free key (word 1).
+ * A thread's struct tcache starts zeroed: no slots, no room. So its first malloc and first
+ * free take the slow path, which sets the thread up. There is no "initialised?" branch here. */
 #ifndef SM_FASTPATH_H
 #define SM_FASTPATH_H
 
@@ -30,7 +30,7 @@
 static inline void *sm_alloc_fast(size_t size)
 {
 	if (likely(size - 1 < MAX_SMALL)) {
-		struct bin *b = bin_for(size);
+		struct stack *b = alloc_stack_for(size);
 		void **t = b->top;
 		if (likely(t != b->slots)) {
 			b->top = --t;
@@ -50,9 +50,9 @@ static inline bool free_push(void *p, size_t size)
 		struct slab *s = page_desc(a);
 		if (likely(is_object(s, a)) && likely(size <= s->size) &&
 		    likely(!free_key_is_set(p))) {
-			struct bin *b = fbin_of(s);
+			struct stack *b = free_stack_of(s);
 			void **t = b->top, **lim = b->lim;
-			if (likely(t < lim)) { /* (the key covers bin_push's top check) */
+			if (likely(t < lim)) { /* (the key covers stack_push's top check) */
 				*t++ = p;
 				b->top = t;
 				free_key_set(p);
@@ -77,6 +77,19 @@ static inline void sm_free_sized_fast(void *p, size_t size)
 	if (likely(free_push(p, size)))
 		return;
 	sm_free_sized(p, size);
+}
+
+/* operator new: malloc's fastpath, then the new-handler protocol (alloc.c). */
+static inline void *sm_new(size_t n, bool nothrow)
+{
+	void *p = sm_alloc_fast(n);
+	return likely(p) ? p : sm_new_failed(n, 0, nothrow);
+}
+
+static inline void *sm_new_aligned(size_t n, size_t align, bool nothrow)
+{
+	void *p = sm_memalign(align, n);
+	return likely(p) ? p : sm_new_failed(n, align, nothrow);
 }
 
 #endif

@@ -1,5 +1,5 @@
 /* fork.c: the allocator across fork(). The rule is written once, in the lock order at the top
- * of src/cache.c; this file carries it out.
+ * of src/freelist.c; this file carries it out.
  * Multi-threaded process: prepare takes glibc's stdio list lock, then every engine lock in
  * that order, so the child starts with each structure whole. The parent releases them; the
  * child re-initialises them, and the locks that guard only scratch buffers (statistics).
@@ -24,8 +24,9 @@ static int fork_locked;
 
 static void engine_lock_all(void)
 {
-	sm_typed_lock_all();
 	sm_orphan_lock_all();
+	sm_typed_lock_all();
+	sm_block_lock_all();
 	sm_caches_lock_all();
 	sm_region_lock_all();
 	sm_large_lock_all();
@@ -38,8 +39,9 @@ static void engine_unlock_all(bool child)
 	sm_large_unlock_all(child);
 	sm_region_unlock_all(child);
 	sm_caches_unlock_all(child);
-	sm_orphan_unlock_all(child);
+	sm_block_unlock_all();
 	sm_typed_unlock_all(child);
+	sm_orphan_unlock_all(child);
 }
 
 static void fork_prepare(void)

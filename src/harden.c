@@ -1,13 +1,13 @@
-/* harden.c: the default mode's double-free check, behind the free key (internal.h). A free
- * that finds the key in word 1 asks here whether the object is free already: on the calling
- * thread's stacks of its class (bin, fbin, rbin), on its spill chain, or on its slab's shared
- * freelist. Only a double free, or a program that stored the key itself, gets here, so the
- * search may be long; it must not crash on a freelist that other threads change meanwhile:
- * each link is checked to be an object of the slab before it is followed, and the walk stops
- * after as many links as the slab has objects. */
+/* harden.c: the default mode's double-free check, behind the free key (internal.h). A free that
+ * finds the key in word 1 asks here whether the object is free already: on the calling thread's
+ * stacks of its class (stack, free_stack, remote_stack), on its spill chain, or on its slab's
+ * shared freelist. Only a double free, or a program that stored the key itself, gets here, so the
+ * search may be long; it must not crash on a freelist that other threads change meanwhile: each
+ * link is checked to be an object of the slab before it is followed, and the walk stops after as
+ * many links as the slab has objects. */
 #include "internal.h"
 
-static bool in_bin(const struct bin *b, const void *p)
+static bool in_stack(const struct stack *b, const void *p)
 {
 	for (void **v = b->slots; v < b->top; v++)
 		if (*v == p)
@@ -33,11 +33,12 @@ bool sm_free_listed(struct tcache *tc, struct slab *d, void *p)
 	struct slab *s = d->head;
 	unsigned cls = s->cls;
 	if (cls < NCLASS && tc->state == T_LIVE) {
-		if (in_bin(&tc->bin[cls], p) || in_bin(&tc->fbin[cls], p) || in_bin(&tc->rbin[cls], p))
+		if (in_stack(&tc->alloc_stack[cls], p) || in_stack(&tc->free_stack[cls], p) ||
+		    in_stack(&tc->remote_stack[cls], p))
 			return true;
 		/* the spill chain holds objects of the active slab only */
-		struct src *src = &tc->src[cls];
-		if (src->spill && src->active == s && in_chain(s, src->spill, 0, src->nspill, p))
+		struct source *source = &tc->source[cls];
+		if (source->spill && source->active == s && in_chain(s, source->spill, 0, source->nspill, p))
 			return true;
 	}
 	void *head = (void *)__atomic_load_n(&s->word.lo, __ATOMIC_ACQUIRE);

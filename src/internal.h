@@ -1,6 +1,7 @@
 /* internal.h: the engine's types and, grouped by file, every cross-file function: an index of
  * which file defines what. Internal names begin with sm_; public ones with slub_ or libc's.
- * The concurrency rules for these types are written once, at the top of src/cache.c. */
+ * The engine depends only on the platform layer (platform/platform.h) below it.
+ * The concurrency rules for these types are written once, at the top of freelist.c. */
 #ifndef SM_INTERNAL_H
 #define SM_INTERNAL_H
 
@@ -10,14 +11,14 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "arch_x86_64.h"
 #include "config.h"
+#include "platform.h"
+#include "report.h"
 
 /* Everything declared below is the library's own: hidden, so a global is one RIP-relative
  * load (no GOT) and a call a direct one. The public entry points say SM_EXPORT. */
 #pragma GCC visibility push(hidden)
 
-#define SM_EXPORT __attribute__((visibility("default")))
 /* The entry points the benchmarks time start on a cache line, so that their speed does not
  * move with the size of unrelated code placed before them. */
 #define SM_HOT __attribute__((aligned(64)))
@@ -25,16 +26,13 @@
  * the uop cache and the branch predictors then stays put when other code grows or shrinks
  * (such a move, 0x140 -> 0x280 in the page, cost cfrac 5% on the 2-core VM) */
 #define SM_FASTPATH_TEXT(align) __attribute__((section(".text.hot.sm"), aligned(align)))
-#define SM_COLD __attribute__((noinline, cold))
-#define SM_NORETURN __attribute__((noreturn))
-#define TLS_IE __attribute__((tls_model("initial-exec")))
 
 /* A test-and-test-and-set lock for slow paths only (partial lists, page runs, large table). */
 typedef struct {
 	int locked;
 } sm_lock_t;
 
-/* counters half of a slab's shared word (see cache.c): low 32 bits inuse, bit 32 frozen. */
+/* counters half of a slab's shared word (see freelist.c): low 32 bits inuse, bit 32 frozen. */
 #define SLAB_FROZEN (1ULL << 32)
 #define SLAB_INUSE(c) ((uint32_t)(c))
 
@@ -46,9 +44,9 @@ struct cache;
  * pages) and head, so free() finds what it needs at an address it computes, without a load.
  * Its objects fill the slab up to its end; what is left over (less than one object) comes
  * before them, so an address past the last object is in another page, with another
- * descriptor. A page that belongs to no slab has start == NULL, and inv odd and qbad != 0
+ * descriptor. A page that belongs to no slab has start == NULL, and inverse odd and bad_q_bits != 0
  * (region.c sets 1 and ~0 before any slab uses the page; a released slab leaves its own), which
- * every object check rejects: q = a * inv passes only for an a below twice the bytes of the
+ * every object check rejects: q = a * inverse passes only for an a below twice the bytes of the
  * slab those values came from, and no address in a region is that low. start is written last
  * when a slab is made and first when it is released (slab.c, region.c). */
 struct slab {
@@ -56,18 +54,18 @@ struct slab {
 	struct slab *head;        /* the descriptor of the slab's first page (itself if first) */
 	char *start;              /* first object (in the first page, after the leftover); NULL:
 				   * no slab (written last and cleared first: see above) */
-	uint64_t inv;             /* the inverse mod 2^64 of size's odd part (see object_q) */
-	uint64_t qbad;            /* the bits no valid q has: is_object() (see object_q) */
+	uint64_t inverse;         /* the inverse mod 2^64 of size's odd part (see object_q) */
+	uint64_t bad_q_bits;      /* the bits no valid q has: is_object() (see object_q) */
 	struct cache *cache;      /* the cache whose objects it holds (from here on, fields
-				   * sm_pages_alloc clears: inv and qbad keep rejecting) */
+				   * sm_pages_alloc clears: inverse and bad_q_bits keep rejecting) */
 	uint64_t objects;         /* objects per slab (64 bits: the bulk checks broadcast it) */
-	int64_t fbtp;             /* free()'s bin: thread_pointer() + fbtp is the calling
-				   * thread's &sm_tc.fbin[cls] (the TLS offset of sm_tc is the
-				   * same in every thread) */
-	uint16_t owner;           /* objects smaller than a cache line: the id of the thread that
-				   * froze the slab last (others' frees of them go to their rbin);
-				   * 0 for larger objects, which any thread reuses */
-	uint8_t cls;              /* size class; NCLASS (no thread bin) for a typed cache */
+	int64_t free_stack_off;   /* free()'s stack: thread_pointer() + free_stack_off is the
+				   * calling thread's &sm_tc.free_stack[cls] (the TLS offset of
+				   * sm_tc is the same in every thread) */
+	uint16_t subline_owner;   /* objects smaller than a cache line: the id of the thread that
+				   * froze the slab last (others' frees of them go to their
+				   * remote_stack); 0 for larger objects, which any thread reuses */
+	uint8_t cls;              /* size class; NCLASS (no thread stack) for a typed cache */
 	uint8_t shift;            /* size = odd part << shift */
 	uint32_t size;            /* object size (sized free checks its size against it) */
 	/* line 1: the shared word, changed only by cas16(); the partial-list links; fields no
@@ -76,7 +74,7 @@ struct slab {
 	struct slab *next, *prev; /* cache->partial links (cache lock); head only */
 	uint32_t carved;          /* objects handed out since the slab was made or started over;
 				   * the rest are on no freelist (slab.c) */
-	uint16_t freezer;         /* head: the id of the thread that froze it last (depot.c) */
+	uint16_t frozen_by;       /* head: the id of the thread that froze it last (depot.c) */
 	uint8_t pages;            /* 64 KiB pages spanned */
 	uint8_t on_partial;       /* on cache->partial (cache lock) */
 } __attribute__((aligned(64)));
@@ -98,9 +96,9 @@ struct region {
 };
 _Static_assert(offsetof(struct region, slabs) == 0, "free() reads descriptors at disp8");
 
-/* Where a thread's objects of one cache come from, after its bin: a spill chain (a take-all's
+/* Where a thread's objects of one cache come from, after its stack: a spill chain (a take-all's
  * objects beyond the array, encoded links at the cache's fpoff), then its active slab. */
-struct src {
+struct source {
 	void *spill;          /* encoded chain */
 	uint32_t nspill;      /* objects on it (statistics read it from other threads) */
 	uint32_t refills;     /* sm_refill calls for this class since the thread began (or since
@@ -120,7 +118,7 @@ struct cache {
 	uint32_t cap_burst;    /* ... and once it overflows again with own objects (>= cap_grown;
 				* sm_flush) */
 	uint32_t fpoff;        /* where a free object keeps its free pointer (past a ctor's body) */
-	uint64_t inv;          /* slab_index's multiplier and rotation (struct slab) */
+	uint64_t inverse;      /* slab_index's multiplier (struct slab) */
 	uint8_t shift;
 	uint16_t cls;
 	uint16_t id;           /* typed caches: index in the typed table and in struct tcache */
@@ -133,52 +131,54 @@ struct cache {
 	int dead;              /* typed caches: destroyed, freed when its last slab goes */
 	unsigned debug;        /* SLUBMALLOC_DEBUG flags (DBG_*); 0: a normal cache (debug.c) */
 	uint32_t osize;        /* debug caches: the object size inside each slot */
-	sm_lock_t dlock;       /* debug caches: guards dsrc */
-	struct src dsrc;       /* debug caches: where objects come from (no thread has a bin) */
+	sm_lock_t dlock;       /* debug caches: guards debug_source */
+	struct source debug_source; /* debug caches: where objects come from (no thread stacks) */
 	char name[32];
 } __attribute__((aligned(64)));
 
-/* The per-thread object cache of one class ("kmem_cache_cpu", shaped as the kernel's sheaves):
- * two arrays of object pointers, each a struct bin: malloc pops *--top of the allocation
- * stack (tcache.bin), free pushes *top++ of the free stack (tcache.fbin). malloc that finds
- * its stack empty swaps the two arrays first (bin_swap); free that finds its stack full swaps
- * them when malloc's is empty, else sends the older half back. Two stacks, not one: a malloc
- * right after a free does not load what that free has just stored (the top, the pointer), so
- * the two calls' chains of dependent loads stay apart (mimalloc's free and local_free lists;
- * the kernel's main and spare sheaves). Pointers, not a count: the fastpaths compare and
- * store without scaling an index. */
-struct bin {
+/* A thread's object cache of one class ("kmem_cache_cpu", shaped as the kernel's sheaves) is two
+ * stacks of object pointers, each a struct stack.
+ * malloc pops *--top of the allocation stack (tcache.alloc_stack).
+ * free pushes *top++ of the free stack (tcache.free_stack).
+ * malloc that finds its stack empty swaps the two first (stack_swap).
+ * free that finds its stack full swaps them when malloc's is empty, else sends the older half
+ * back.
+ * Two stacks, not one: a malloc right after a free does not load what that free has just stored
+ * (the top, the pointer). So the two calls' chains of dependent loads stay apart, as with
+ * mimalloc's free and local_free lists and the kernel's main and spare sheaves.
+ * Pointers, not a count: the fastpaths compare and store without scaling an index. */
+struct stack {
 	void **top;      /* objects are slots[0, top - slots) */
 	void **lim;      /* slots + capacity: free's fastpath pushes while top < lim; equal to
 			  * slots (no room) until the thread is set up, and again after it exits */
 	void **slots;    /* slots[-1] is a NULL guard (the double-free check reads it) */
 	uint16_t key;    /* classes below a cache line: the thread's id (class_swap sends
-			  * objects of slabs another thread owns to the rbin); 0 otherwise */
+			  * objects of slabs another thread owns to the remote_stack); 0 otherwise */
 };
 
-static inline uint32_t bin_count(const struct bin *b)
+static inline uint32_t stack_count(const struct stack *b)
 {
 	return (uint32_t)(b->top - b->slots);
 }
-static inline uint32_t bin_cap(const struct bin *b)
+static inline uint32_t stack_cap(const struct stack *b)
 {
 	return (uint32_t)(b->lim - b->slots);
 }
 /* Give b the array v (v[-1] a NULL guard) of cap slots, empty. */
-static inline void bin_init(struct bin *b, void **v, uint32_t cap)
+static inline void stack_init(struct stack *b, void **v, uint32_t cap)
 {
 	b->top = b->slots = v;
 	b->lim = v + cap;
 }
 /* Take b's room away (its objects are gone): every call on it takes the slow path. */
-static inline void bin_close(struct bin *b)
+static inline void stack_close(struct stack *b)
 {
 	b->top = b->lim = b->slots;
 }
 
 /* free()'s push, checks included: p onto b when there is room and p is not b's top already (a
  * double free; slots[-1] is a NULL guard). Returns false, b unchanged, otherwise. */
-static inline bool bin_push(struct bin *b, void *p)
+static inline bool stack_push(struct stack *b, void *p)
 {
 	void **t = b->top;
 	if (likely(t < b->lim && t[-1] != p)) {
@@ -191,7 +191,7 @@ static inline bool bin_push(struct bin *b, void *p)
 
 /* Make f's objects the allocation stack's: a's array (empty) becomes the free stack. Returns
  * whether a has objects now. */
-static inline bool bin_swap(struct bin *a, struct bin *f)
+static inline bool stack_swap(struct stack *a, struct stack *f)
 {
 	void **atop = a->top, **alim = a->lim, **aslots = a->slots;
 	void **ftop = f->top, **flim = f->lim, **fslots = f->slots;
@@ -210,63 +210,67 @@ static inline bool bin_swap(struct bin *a, struct bin *f)
 enum tstate { T_NEW = 0, T_LIVE = 1, T_DEAD = 2 };
 
 struct tcache {
-	struct bin bin[NCLASS + 1];   /* malloc's fastpath pops here only */
-	struct bin fbin[NCLASS + 1];  /* free's fastpath pushes here; fbin[NCLASS] stays empty
-				       * (cap 0): typed objects (cls NCLASS) take free()'s slow
-				       * path */
-	struct bin rbin[NCLASS + 1];  /* other threads' sub-line objects, moved here from fbin
-				       * when it becomes bin (class_swap), never reused here (no
-				       * passive false sharing), sent back in batches; closed (no
-				       * room) with SLUBMALLOC_STATS=1, where free's slabs point
-				       * free() here, to its counted slow path (slab.c) */
-	struct src src[NCLASS];       /* slowpath: what refills come from */
-	void **block;                 /* the memory of the size classes' slots arrays */
-	void **burst[NCLASS];         /* bin[c] and fbin[c]'s arrays once grown to cap_burst
-				       * (sm_flush; unmapped at thread exit), else NULL */
+	/* malloc's fastpath pops alloc_stack only */
+	struct stack alloc_stack[NCLASS + 1];
+	/* free's fastpath pushes free_stack. free_stack[NCLASS] stays empty (cap 0): typed objects
+	 * (cls NCLASS) take free()'s slow path. */
+	struct stack free_stack[NCLASS + 1];
+	/* Other threads' sub-line objects, moved here from free_stack when it becomes the
+	 * allocation stack (class_swap). They are never reused here (no passive false sharing) and
+	 * go back in batches. Closed (no room) with SLUBMALLOC_STATS=1: there the slabs point
+	 * free() here, to its counted slow path (slab.c). */
+	struct stack remote_stack[NCLASS + 1];
+	struct source source[NCLASS]; /* slow path: what refills come from */
+	void **block;                 /* the memory of the size classes' slot arrays */
+	void **burst[NCLASS];         /* the arrays of alloc_stack[c] and free_stack[c] once grown
+				       * to cap_burst (sm_flush; unmapped at thread exit), else NULL */
 	uint32_t state;               /* enum tstate */
-	uint16_t id;                  /* this thread's id, 1..65535 (two threads may share one: a
-				       * cost, false sharing, never an error), for slab->owner */
-	/* typed caches (typed.c): touched only inside slub_cache_* calls, which set tin to their
-	 * cache meanwhile, and by slub_cache_destroy of another thread once tin is not it */
-	struct cache *tin;
-	struct cache *tfor[MAX_TYPED];   /* the cache tbin[id] serves (NULL: none) */
-	struct bin tbin[MAX_TYPED];      /* slub_cache_alloc pops here (the allocation stack) */
-	struct bin tfbin[MAX_TYPED];     /* slub_cache_free pushes here (the free stack) */
-	void **tmem[MAX_TYPED];          /* the memory of both stacks' slots arrays */
-	struct src tsrc[MAX_TYPED];
+	uint16_t id;                  /* this thread's id, 1..65535, for slab->subline_owner (two
+				       * threads may share one: a cost, false sharing, never an
+				       * error) */
+	/* Typed caches (typed.c): touched only inside slub_cache_* calls, which set typed_in to
+	 * their cache meanwhile, and by slub_cache_destroy of another thread once typed_in is not
+	 * that cache. */
+	struct cache *typed_in;
+	struct cache *typed_for[MAX_TYPED];    /* the cache typed_alloc[id] serves (NULL: none) */
+	struct stack typed_alloc[MAX_TYPED];   /* slub_cache_alloc pops here (allocation stack) */
+	struct stack typed_free[MAX_TYPED];    /* slub_cache_free pushes here (free stack) */
+	void **typed_mem[MAX_TYPED];           /* the memory of both stacks' slot arrays */
+	struct source typed_source[MAX_TYPED];
 	struct tcache *rnext, *rprev;    /* the registry of live thread caches (typed.c) */
 	struct sm_tstats *st;            /* SLUBMALLOC_STATS=1: this thread's event counters */
 	uint64_t trim_gen;               /* the last malloc_trim this thread has drained for */
 };
 
-/* free()'s bin for an object of s in the calling thread: fbin[s->cls] (rbin[s->cls], closed,
- * with SLUBMALLOC_STATS=1). No owner check here: class_swap makes it when the objects would be
- * reused. */
-static inline struct bin *fbin_of(const struct slab *s)
+/* free()'s stack for an object of s in the calling thread: free_stack[s->cls]
+ * (remote_stack[s->cls], closed, with SLUBMALLOC_STATS=1). No owner check here: class_swap makes it
+ * when the objects would be reused. */
+static inline struct stack *free_stack_of(const struct slab *s)
 {
-	return (struct bin *)(void *)thread_pointer_plus(&s->fbtp);
+	return (struct stack *)(void *)thread_pointer_plus(&s->free_stack_off);
 }
 
-/* Whether objects of slabs another thread froze may be on a thread's sub-line fbins: set once
- * a second thread gets a cache (cache.c, sm_thread_setup). Until then class_swap has nothing
+/* Whether objects of slabs another thread froze may be on a thread's sub-line free stacks: set once
+ * a second thread gets a cache (thread.c, sm_thread_setup). Until then class_swap has nothing
  * to sort: a single-threaded program never pays for it. */
 extern int sm_subline_shared;
-void sm_sort_foreign(struct bin *f); /* cache.c: class_swap's sorting, out of line */
+void sm_sort_foreign(struct stack *f); /* tcache.c: class_swap's sorting, out of line */
 
-/* Whether fbin f must be sorted before its objects become allocatable (class_swap). */
-static inline bool class_needs_sort(const struct bin *f)
+/* Whether free_stack f must be sorted before its objects become allocatable (class_swap). */
+static inline bool class_needs_sort(const struct stack *f)
 {
 	return unlikely(f->key) && unlikely(__atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED));
 }
-/* bin_swap for a size class's stacks b (malloc's) and f = fbin (the only way f's objects become
- * allocatable): in classes below a cache line, f's objects of slabs another thread froze last
- * (slab->owner != f->key) first go to the rbin, so a thread never reuses a small object next
- * to ones another thread writes (passive false sharing). Returns whether b has objects now. */
-static inline bool class_swap(struct bin *b, struct bin *f)
+/* stack_swap for a size class's stacks b (malloc's) and f = free_stack (the only way f's objects
+ * become allocatable): in classes below a cache line, f's objects of slabs another thread froze
+ * last (slab->subline_owner != f->key) first go to the remote_stack, so a thread never reuses a
+ * small object next to ones another thread writes (passive false sharing). Returns whether b has
+ * objects now. */
+static inline bool class_swap(struct stack *b, struct stack *f)
 {
 	if (class_needs_sort(f))
 		sm_sort_foreign(f);
-	return bin_swap(b, f);
+	return stack_swap(b, f);
 }
 
 /* Run-time options (options.c): defaults, then the environment, read once at init. */
@@ -296,8 +300,8 @@ struct sm_global {
 };
 
 extern struct sm_global sm_g;
-/* The bytes of a thread's burst arrays of cls (tcache.burst: bin's and fbin's, cap_burst slots
- * after a NULL guard each). */
+/* The bytes of a thread's burst arrays of cls (tcache.burst: stack's and free_stack's, cap_burst
+ * slots after a NULL guard each). */
 static inline size_t burst_bytes(unsigned cls)
 {
 	return 2 * (sm_g.caches[cls].cap_burst + 1) * sizeof(void *);
@@ -306,20 +310,22 @@ static inline size_t burst_bytes(unsigned cls)
  * SLUBMALLOC_AVX2 is not 0); SIZE_MAX before init and without it. */
 extern size_t sm_vec_min;
 extern uint8_t sm_region_map[NREGION_SLOTS];   /* 1 byte per 4 MiB of address space: ours? */
-extern uint16_t sm_bin_at[CLASS_INDEX_MAX]; /* (size-1)>>4 -> offsetof(tcache, bin[class]) */
-_Static_assert(offsetof(struct tcache, bin) + (NCLASS + 1) * sizeof(struct bin) <= UINT16_MAX,
-	       "sm_bin_at[] holds 16-bit offsets");
+/* (size-1)>>4 -> offsetof(tcache, alloc_stack[class]) */
+extern uint16_t sm_stack_at[CLASS_INDEX_MAX];
+_Static_assert(offsetof(struct tcache, alloc_stack) + (NCLASS + 1) * sizeof(struct stack) <=
+		       UINT16_MAX,
+	       "sm_stack_at[] holds 16-bit offsets");
 
 /* (outside the hidden block: clang, building an executable, then drops the reference's TLS
  * type when the address is only compared, and the link fails) */
 #pragma GCC visibility pop
 extern __thread struct tcache sm_tc TLS_IE;
 #pragma GCC visibility push(hidden)
-/* The calling thread's malloc bin for size bytes, 1 <= size <= MAX_SMALL (size - 1 <
+/* The calling thread's malloc stack for size bytes, 1 <= size <= MAX_SMALL (size - 1 <
  * MAX_SMALL: one compare rules out 0 and the large sizes). */
-static inline struct bin *bin_for(size_t size)
+static inline struct stack *alloc_stack_for(size_t size)
 {
-	return (struct bin *)(void *)((char *)&sm_tc + sm_bin_at[(size - 1) >> 4]);
+	return (struct stack *)(void *)((char *)&sm_tc + sm_stack_at[(size - 1) >> 4]);
 }
 
 /* ---- free pointer encoding (CONFIG_SLAB_FREELIST_HARDENED): ptr ^ secret ^ swab(&slot) ---- */
@@ -376,46 +382,46 @@ static inline struct slab *page_desc(uintptr_t a)
 	struct region *r = (struct region *)(a & ~(REGION_SIZE - 1));
 	return &r->slabs[(a >> SPAGE_SHIFT) & (REGION_PAGES - 1)];
 }
-/* Whether a is the start of an object, and its index. With size = d << k (d odd) and
- * inv = d^-1 mod 2^64, q = (a - start) * inv is i << k exactly when a = start + i * size;
- * otherwise q has one of its low k bits set, or is far above objects << k (Granlund and
- * Montgomery's divisibility test, without rotating q). qbad has those low k bits set and
- * every bit from B up, where 2^B is the least power of two above (objects - 1) << k: one
- * test. An address before start in the slab's first page fails it too: a = start - x with
- * 0 < x < size, and -x * inv has a bit of qbad set. One past the last object is in another
- * page. So the one test is exact for a in s's own pages; for any address, slab_index and
- * bulk's runs add the bound (q >> k below objects). */
+/* Whether a is the start of an object, and its index. With size = d << k (d odd) and inverse = d^-1
+ * mod 2^64, q = (a - start) * inverse is i << k exactly when a = start + i * size; otherwise q has
+ * one of its low k bits set, or is far above objects << k (Granlund and Montgomery's divisibility
+ * test, without rotating q). bad_q_bits has those low k bits set and every bit from B up, where 2^B
+ * is the least power of two above (objects - 1) << k: one test. An address before start in the
+ * slab's first page fails it too: a = start - x with 0 < x < size, and -x * inverse has a bit of
+ * bad_q_bits set. One past the last object is in another page. So the one test is exact for a in
+ * s's own pages; for any address, slab_index and bulk's runs add the bound (q >> k below objects).
+ */
 static inline uint64_t object_q(const struct slab *s, uintptr_t a)
 {
-	return (a - (uintptr_t)s->start) * s->inv;
+	return (a - (uintptr_t)s->start) * s->inverse;
 }
 /* d must be page_desc(a): the descriptor of a's own page. */
 static inline bool is_object(const struct slab *d, uintptr_t a)
 {
-	return !(object_q(d, a) & d->qbad);
+	return !(object_q(d, a) & d->bad_q_bits);
 }
 /* The object index of a (any address), or UINT32_MAX when a is not the start of an object of
  * s. */
 static inline uint32_t slab_index(const struct slab *s, uintptr_t a)
 {
 	uint64_t q = object_q(s, a);
-	if (unlikely(q & s->qbad) || unlikely((q >> s->shift) >= s->objects))
+	if (unlikely(q & s->bad_q_bits) || unlikely((q >> s->shift) >= s->objects))
 		return UINT32_MAX;
 	return (uint32_t)(q >> s->shift);
 }
-/* Whether the n pointers at ptrs (n = 2 or 3: the short bulk frees) may go on a bin as one
- * push: each unlike the one before it (the first unlike top, the bin's top) and, after the
+/* Whether the n pointers at ptrs (n = 2 or 3: the short bulk frees) may go on a stack as one
+ * push: each unlike the one before it (the first unlike top, the stack's top) and, after the
  * first (which the caller checked as free() does, finding d, its page's descriptor), an object
  * in the first one's page, where is_object()'s one test is exact. */
 static inline bool short_run_ok(const struct slab *d, void *const *ptrs, size_t n, void *top)
 {
 	uintptr_t first = (uintptr_t)ptrs[0], lo = (uintptr_t)d->start;
-	uint64_t inv = d->inv, qbad = d->qbad;
+	uint64_t inverse = d->inverse, bad_q_bits = d->bad_q_bits;
 	if (ptrs[0] == top)
 		return false;
 	for (size_t i = 1; i < n; i++) {
 		uintptr_t a = (uintptr_t)ptrs[i];
-		if (((a ^ first) >> SPAGE_SHIFT) | (((a - lo) * inv) & qbad) || ptrs[i] == ptrs[i - 1])
+		if (((a ^ first) >> SPAGE_SHIFT) | (((a - lo) * inverse) & bad_q_bits) || ptrs[i] == ptrs[i - 1])
 			return false;
 	}
 	return true;
@@ -429,6 +435,26 @@ static inline char *desc_page(const struct slab *d)
 {
 	struct region *r = desc_region(d);
 	return (char *)r + ((size_t)(d - r->slabs) << SPAGE_SHIFT);
+}
+
+/* ---- freelist links (freelist.c) ----
+ * A free pointer read from an object of slab s must be NULL or an object of s. Anything else
+ * is a corrupted link (a write after free), reported before it is followed. */
+SM_COLD SM_NORETURN void sm_bad_link(const struct slab *s, uintptr_t obj);
+/* Whether next is neither NULL nor an object of the slab whose start, span (objects * size),
+ * inverse and bad_q_bits these are (inside the span, is_object's one test is exact). */
+static inline bool link_bad(uintptr_t next, uintptr_t start, uint64_t span, uint64_t inverse,
+			    uint64_t bad_q_bits)
+{
+	return next && (next - start >= span || ((next - start) * inverse) & bad_q_bits);
+}
+static inline void *checked_next(struct slab *s, void *obj, uint32_t fpoff)
+{
+	uintptr_t next = (uintptr_t)fp_get(obj, fpoff);
+	if (unlikely(link_bad(next, (uintptr_t)s->start, (uint64_t)s->objects * s->size, s->inverse,
+			      s->bad_q_bits)))
+		sm_bad_link(s, (uintptr_t)obj);
+	return (void *)next;
 }
 
 /* ---- locks (inline; slow paths only) ---- */
@@ -468,29 +494,49 @@ void sm_cache_setup(struct cache *c, const char *name, uint32_t size, uint16_t c
 struct slab *sm_slab_new(struct cache *c);     /* frozen, nothing carved */
 uint32_t sm_slab_carve(struct slab *s, void **out, uint32_t n); /* owner; addresses only */
 
-/* "cache.c": the slow paths (the concurrency rules live at its top) */
-uint32_t sm_fill(struct cache *c, uint16_t owner, struct src *src, void **out, uint32_t want);
-void *sm_refill(struct tcache *tc, unsigned cls);
-size_t sm_take_n(struct cache *c, uint16_t owner, struct bin *b, struct bin *f, struct src *src,
-		 void **out, size_t n);
-void sm_flush(struct tcache *tc, unsigned cls);  /* fbin[cls] is full: swap, grow, or older
-						  * half back */
-void sm_bins_resize(struct tcache *tc, unsigned cls, uint32_t cap); /* bin and fbin's room */
-uint64_t sm_burst_held(const struct tcache *tc); /* bytes of objects its burst stacks hold at
-						 * most (<= TCACHE_BURST_BUDGET) */
+/* "freelist.c": the slabs' shared words and the partial lists (the concurrency rules live at
+ * its top) */
 void sm_free_to_slab(struct slab *s, void *obj);  /* one object, any thread, no thread cache */
 void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n);
 void *sm_slab_take_all(struct slab *s, uint32_t *n); /* owner of frozen s; NULL if none */
-void sm_free_chain(void *head, uint32_t fpoff);   /* objects of any slabs, grouped by slab */
-void sm_free_array(void **v, size_t n);           /* the same for an array (NULLs skipped) */
-void sm_thread_setup(struct tcache *tc);          /* T_LIVE, or T_DEAD without memory */
-void sm_drop(struct bin *b, struct src *src, uint32_t fpoff); /* all back */
+bool sm_slab_unfreeze_full(struct slab *s);        /* false: a free got in first */
+struct slab *sm_slab_freeze_partial(struct cache *c, void **head, uint32_t *n);
+void sm_slab_unfreeze(struct slab *s);             /* the owner's active slab, at exit */
 void sm_cache_shrink(struct cache *c);            /* free its empty slabs now */
-void sm_thread_teardown(struct tcache *tc);
 void sm_caches_lock_all(void);
 void sm_caches_unlock_all(bool reinit);
 
-/* "depot.c": full bins' objects passed between threads (classes of 64 bytes and up) */
+/* "tcache.c": the thread caches' slow paths */
+uint32_t sm_fill(struct cache *c, uint16_t owner, struct source *source, void **out, uint32_t want);
+void *sm_refill(struct tcache *tc, unsigned cls);
+size_t sm_take_n(struct cache *c, uint16_t owner, struct stack *b, struct stack *f,
+		 struct source *source,
+		 void **out, size_t n);
+void sm_flush(struct tcache *tc, unsigned cls);  /* free_stack[cls] is full: swap, grow, or older
+						  * half back */
+void sm_stacks_resize(struct tcache *tc, unsigned cls, uint32_t cap); /* both stacks' room */
+uint64_t sm_burst_held(const struct tcache *tc); /* bytes of objects its burst stacks hold at
+						 * most (<= TCACHE_BURST_BUDGET) */
+void sm_free_chain(void *head, uint32_t fpoff);   /* objects of any slabs, grouped by slab */
+void sm_free_array(void **v, size_t n);           /* the same for an array (NULLs skipped) */
+void sm_drop(struct stack *b, struct source *source, uint32_t fpoff); /* all back */
+
+/* "thread.c": thread life cycle and the orphan cache */
+void sm_thread_init(void);                /* once, at init: the thread-exit key */
+void sm_thread_start(struct tcache *tc);  /* set up tc and arrange its teardown at exit */
+void sm_thread_setup(struct tcache *tc);  /* T_LIVE, or still T_NEW without memory */
+void sm_thread_teardown(struct tcache *tc);
+struct tcache *sm_orphan_enter(void);     /* the orphan cache, locked (again, by its holder) */
+void sm_orphan_leave(void);
+void *sm_orphan_alloc(unsigned cls);      /* NULL: no memory */
+/* Every thread cache (the registry, then the orphan), under their locks. */
+void sm_tcache_walk(void (*fn)(struct tcache *tc, void *arg), void *arg);
+void sm_orphan_lock_all(void);
+void sm_orphan_unlock_all(bool child);
+void sm_block_lock_all(void);
+void sm_block_unlock_all(void);
+
+/* "depot.c": full stacks' objects passed between threads (classes of 64 bytes and up) */
 bool sm_depot_put(unsigned cls, void **v, uint32_t n);          /* false: no room, or a class
 								  * below a cache line */
 uint32_t sm_depot_take(unsigned cls, void **out, uint32_t want);  /* how many */
@@ -515,11 +561,10 @@ static inline void copy_ptrs(void **dst, void *const *src, size_t n)
 /* "typed.c": typed object caches */
 void sm_typed_gone(struct cache *c);          /* a dead typed cache lost its last slab */
 void sm_typed_register(struct tcache *tc);    /* a new live thread cache */
-void sm_typed_thread_exit(struct tcache *tc); /* its typed bins back; unregistered */
+void sm_typed_thread_exit(struct tcache *tc); /* its typed stacks back; unregistered */
 void sm_typed_lock_all(void);
 void sm_typed_unlock_all(bool reinit);
-/* Every thread cache (the registry, then the orphans), under the registry lock. */
-void sm_tcache_walk(void (*fn)(struct tcache *tc, void *arg), void *arg);
+void sm_typed_registry_walk(void (*fn)(struct tcache *tc, void *arg), void *arg); /* its lock */
 bool sm_typed_copy(unsigned id, struct cache *out);  /* typed cache id, if alive */
 
 /* "large.c": allocations above MAX_SMALL, straight from mmap */
@@ -535,25 +580,18 @@ void sm_large_unlock_all(bool reinit);
 
 /* "alloc.c": the slow halves of the public entry points */
 void *sm_alloc_slow(size_t size);
-void *sm_alloc_swap(struct bin *b, size_t size); /* malloc's bin b is empty (alloc.c) */
+void *sm_alloc_swap(struct stack *b, size_t size); /* malloc's stack b is empty (alloc.c) */
 void sm_free_slow(void *p);
 void *sm_calloc(size_t n, size_t size);
 void *sm_realloc(void *p, size_t size);
 void *sm_memalign(size_t align, size_t size);
 size_t sm_usable_size(const void *p);
 void sm_free_sized(void *p, size_t size);
-
-/* "os.c": the only file that calls mmap/munmap/madvise/mremap */
-void *sm_os_map(size_t size);                      /* NULL on failure, errno set */
-void *sm_os_map_aligned(size_t size, size_t align);
-void sm_os_unmap(void *p, size_t size);
-void sm_os_purge(void *p, size_t size);            /* give the pages back, keep the range */
-void *sm_os_remap(void *p, size_t old, size_t size);
-void sm_os_hugepages(void *p, size_t size, bool on);
-bool sm_os_write(int fd, const void *buf, size_t n);              /* raw: no cancellation */
-ssize_t sm_os_read_file(const char *path, char *buf, size_t size); /* small files; raw */
-uint64_t sm_os_now_ns(void);
-void sm_os_random(void *buf, size_t n);
+int sm_posix_memalign(void **out, size_t align, size_t size);
+void *sm_valloc(size_t size);
+void *sm_pvalloc(size_t size);
+void *sm_reallocarray(void *p, size_t n, size_t size);
+SM_COLD void *sm_new_failed(size_t n, size_t align, bool nothrow); /* new-handler, bad_alloc */
 
 /* "options.c" */
 void sm_options_read(void);                /* init only: the environment -> sm_opt */
@@ -563,32 +601,28 @@ void sm_options_print(void);               /* SLUBMALLOC_VERBOSE=1 */
 /* "harden.c": the default mode's checks */
 bool sm_free_listed(struct tcache *tc, struct slab *d, void *p); /* p (key set) free here? */
 
-/* "debug.c": SLUBMALLOC_DEBUG caches (no thread bins; every call comes here) */
+/* "debug.c": SLUBMALLOC_DEBUG caches (no thread stacks; every call comes here) */
 void sm_debug_setup(struct cache *c, unsigned flags);
 void sm_debug_slab_init(struct slab *s);   /* a new slab of a debug cache */
 void *sm_debug_alloc(struct cache *c, size_t req, void *caller);
 void sm_debug_free(struct slab *s, void *p, void *caller);
 size_t sm_debug_usable(struct slab *s, const void *p);
 
-/* "report.c": messages written with write(2), without allocating */
-void sm_write(int fd, const char *s);
-void sm_write_num(int fd, uint64_t v, int base);
-void sm_write_num_pad(int fd, uint64_t v, int base, int width);
-SM_NORETURN void sm_fatal(const char *what, const void *p, const char *detail);
+/* "report.c": the rest is in report.h */
 SM_NORETURN void sm_fatal_in(const char *what, const void *p, const struct cache *c);
 
 /* "stats.c": event counters, kept per thread (plain increments) only when SLUBMALLOC_STATS=1
  * and summed when read; each call site is on a slow path. Rows: size classes, then typed ids. */
 enum sm_event {
-	EV_ALLOC_SLOW,      /* malloc found its bin empty and refilled it */
+	EV_ALLOC_SLOW,      /* malloc found its stack empty and refilled it */
 	EV_REFILL_TAKEALL,  /* a refill took the active slab's whole shared freelist (one cas16) */
-	EV_FREE_FAST,       /* free pushed the object onto the thread's own bin */
+	EV_FREE_FAST,       /* free pushed the object onto the thread's own stack */
 	EV_FREE_REMOTE,     /* free straight to the object's slab (a thread without a cache, a
 			     * typed object) */
 	EV_CAS_RETRY,       /* a cas16 on a slab's word failed and was retried */
 	EV_SLAB_NEW,
 	EV_SLAB_FREE,
-	EV_ALLOC_FAST,      /* malloc served from the thread's bin */
+	EV_ALLOC_FAST,      /* malloc served from the thread's stack */
 	EV_BYTES,           /* bytes asked for by those mallocs */
 	NEV
 };
@@ -612,25 +646,23 @@ void sm_stats_print(int fd);
 void sm_stats_after_fork(void);                /* a child: the scratch locks free */
 void sm_malloc_stats(void);                    /* glibc's malloc_stats (stderr) */
 int sm_malloc_info(int options, FILE *fp);     /* glibc's malloc_info (XML) */
+int sm_mallopt(int param, int value);          /* accepted, no effect */
+struct mallinfo2 sm_mallinfo2(void);
+struct mallinfo sm_mallinfo(void);
 extern uint64_t sm_stat_large;                 /* large allocations made (large lock) */
 extern uint64_t sm_stat_large_req;             /* bytes asked for by them (SLUBMALLOC_STATS) */
 extern uint64_t sm_trim_gen;                   /* malloc_trim calls so far (trim.c) */
 
 /* "trim.c": giving memory back on request */
 int sm_trim(void);                             /* malloc_trim(0): 1 when memory went back */
+int sm_malloc_trim(size_t pad);
 void sm_trim_self(struct tcache *tc);          /* drain tc's caches (its thread, slow path) */
 
-/* "alloc.c" also keeps the orphan cache, used by threads past their exit destructor */
-struct tcache *sm_orphan_tcache(void);    /* for walks; lock it with sm_orphan_lock_all */
-void sm_orphan_lock_all(void);
-void sm_orphan_unlock_all(bool reinit);
-
-/* "fork.c": the allocator across fork (the rule: the lock order, top of cache.c) */
+/* "fork.c": the allocator across fork (the rule: the lock order, top of freelist.c) */
 void sm_fork_register(void);              /* once, at init: the pthread_atfork handlers */
 
-/* "preload/init.c" */
+/* "engine.c" */
 void sm_init(void);                       /* idempotent; safe to call from any slow path */
-void sm_thread_start(struct tcache *tc);  /* set up tc and arrange its teardown at exit */
 
 #pragma GCC visibility pop
 

@@ -1,17 +1,17 @@
 /* region.c: the page level. Regions of 4 MiB come from mmap aligned to their size; page 0 of a
- * region is its header (struct region: slab descriptors and the page -> slab map), pages 1..63
- * are handed out in runs of 1..SLAB_MAX_PAGES pages, one run per slab.
- * Invariants: sm_region_map has a 1 for every mapped region; free_mask, dirty_mask, map[] of
- * free pages and the region list change only under page_lock. A freed run stays dirty (its
- * memory still resident: reusing it costs no page faults) until the dirty pages of all regions
- * pass DIRTY_MAX bytes; then whole contiguous dirty runs are purged (MADV_DONTNEED, one call
- * per run) down to DIRTY_MAX / 2, and a region left with no slab at all is unmapped (its map
- * entry cleared first), so address space is returned too; the last region stays mapped. A region is unmapped only when no slab,
- * hence no live object, is in it: only a stale pointer could still lead into it. dirty_mask is
- * a subset of free_mask. Allocation prefers dirty pages. Nothing may assume a slab page reads
- * as zero. Dirty pages are also purged, a region at a time, once the region has had dirty pages
- * for longer than the purge delay (SLUBMALLOC_PURGE_DELAY_MS), checked when pages are freed;
- * malloc_trim purges them all (sm_pages_purge_all). */
+ * region is its header (struct region: slab descriptors and the page -> slab map), pages 1..63 are
+ * handed out in runs of 1..SLAB_MAX_PAGES pages, one run per slab. Invariants: sm_region_map has a
+ * 1 for every mapped region; free_mask, dirty_mask, map[] of free pages and the region list change
+ * only under page_lock. A freed run stays dirty (its memory still resident: reusing it costs no
+ * page faults) until the dirty pages of all regions pass DIRTY_MAX bytes; then whole contiguous
+ * dirty runs are purged (MADV_DONTNEED, one call per run) down to DIRTY_MAX / 2, and a region left
+ * with no slab at all is unmapped (its map entry cleared first), so address space is returned too;
+ * the last region stays mapped. A region is unmapped only when no slab, hence no live object, is in
+ * it: only a stale pointer could still lead into it. dirty_mask is a subset of free_mask.
+ * Allocation prefers dirty pages. Nothing may assume a slab page reads as zero. Dirty pages are
+ * also purged, a region at a time, once the region has had dirty pages for longer than the purge
+ * delay (SLUBMALLOC_PURGE_DELAY_MS), checked when pages are freed; malloc_trim purges them all
+ * (sm_pages_purge_all). */
 #include <errno.h>
 #include <string.h>
 
@@ -34,8 +34,8 @@ static struct region *region_new(void)
 	sm_os_hugepages(r, REGION_SIZE, sm_opt.thp); /* SLUBMALLOC_THP */
 	nregions++;
 	for (unsigned i = 0; i < REGION_PAGES; i++) { /* no slab: start NULL, and (struct slab) */
-		r->slabs[i].inv = 1;
-		r->slabs[i].qbad = ~0ULL;
+		r->slabs[i].inverse = 1;
+		r->slabs[i].bad_q_bits = ~0ULL;
 	}
 	r->free_mask = ~1ULL; /* page 0 is the header */
 	r->dirty_mask = 0;
@@ -98,8 +98,8 @@ struct slab *sm_pages_alloc(unsigned pages)
 	r->dirty_mask &= ~bits;
 	struct slab *s = &r->slabs[at];
 	for (unsigned i = 0; i < pages; i++) {
-		/* start is NULL (a free page), inv and qbad stay: every address of the page fails
-		 * the object check until sm_slab_new sets start (struct slab) */
+		/* start is NULL (a free page), inverse and bad_q_bits stay: every address of the
+		 * page fails the object check until sm_slab_new sets start (struct slab) */
 		memset(&s[i].cache, 0, sizeof *s - offsetof(struct slab, cache));
 		r->map[at + i] = s;
 		s[i].head = s;

@@ -1,14 +1,14 @@
-/* sizeclass.c: size <-> class. 16..128 in steps of 16, then 8 classes per power of two up to
- * 128 KiB (88 classes). Every class size is a multiple of 16; above 128 bytes no request wastes
- * more than 1/9 of its object to rounding.
- * Invariant: sm_bin_at[] is only an accelerator for the fastpath (the offset in struct tcache
- * of the bin of each size's class): until sm_sizeclass_init() has run it reads 0 everywhere,
- * bin[0], which is empty until the slow path has set the thread up (and run init). With
- * SLUBMALLOC_STATS=1 it points at bin[NCLASS], which is always empty: every malloc then takes
- * the slow path, where it is counted, and the fastpath's code is the same either way. */
+/* sizeclass.c: size <-> class. 16..128 in steps of 16, then 8 classes per power of two up to 128
+ * KiB (88 classes). Every class size is a multiple of 16; above 128 bytes no request wastes more
+ * than 1/9 of its object to rounding. Invariant: sm_stack_at[] is only an accelerator for the
+ * fastpath (the offset in struct tcache of the stack of each size's class): until
+ * sm_sizeclass_init() has run it reads 0 everywhere, alloc_stack[0], which is empty until the slow
+ * path has set the thread up (and run init). With SLUBMALLOC_STATS=1 it points at
+ * alloc_stack[NCLASS], which is always empty: every malloc then takes the slow path, where it is
+ * counted, and the fastpath's code is the same either way. */
 #include "internal.h"
 
-uint16_t sm_bin_at[CLASS_INDEX_MAX];
+uint16_t sm_stack_at[CLASS_INDEX_MAX];
 
 unsigned sm_size_to_class(size_t size)
 {
@@ -46,6 +46,6 @@ void sm_sizeclass_init(bool counted)
 {
 	for (unsigned i = 0; i < CLASS_INDEX_MAX; i++) {
 		unsigned cls = counted ? NCLASS : sm_size_to_class(((size_t)i + 1) << 4);
-		sm_bin_at[i] = (uint16_t)(offsetof(struct tcache, bin) + cls * sizeof(struct bin));
+		sm_stack_at[i] = (uint16_t)(offsetof(struct tcache, alloc_stack) + cls * sizeof(struct stack));
 	}
 }

@@ -5,7 +5,7 @@
  * objects cost no RSS. Invariant: objects [0, carved) have been handed out since the slab was
  * made, or since it started over; [carved, objects) are on no freelist and held by nobody. (A
  * slab starts over, carved = 0, when its owner finds every object it handed out back on its
- * freelist: sm_fill, cache.c.) Only the owner of a frozen slab carves, straight into its thread
+ * freelist: sm_fill, tcache.c.) Only the owner of a frozen slab carves, straight into its thread
  * cache's array. */
 #include <string.h>
 
@@ -33,10 +33,10 @@ void sm_cache_setup(struct cache *c, const char *name, uint32_t size, uint16_t c
 	c->pages = pages_for(size);
 	c->objects = (uint32_t)(((uint64_t)c->pages << SPAGE_SHIFT) / size);
 	c->shift = (uint8_t)__builtin_ctz(size);
-	uint64_t d = size >> c->shift, inv = d; /* Newton: each step doubles the correct bits */
+	uint64_t d = size >> c->shift, inverse = d; /* Newton: each step doubles the correct bits */
 	for (int i = 0; i < 5; i++)
-		inv *= 2 - d * inv;
-	c->inv = inv;
+		inverse *= 2 - d * inverse;
+	c->inverse = inverse;
 	uint32_t cap = TCACHE_BYTES / size, min = size > 32768 ? TCACHE_MIN_HUGE : TCACHE_MIN;
 	c->cap = cap < min ? min : cap > TCACHE_MAX ? TCACHE_MAX : cap;
 	cap = TCACHE_GROWN_BYTES / size;
@@ -63,26 +63,26 @@ struct slab *sm_slab_new(struct cache *c)
 	uint64_t top = ((uint64_t)c->objects - 1) << c->shift; /* the largest valid q */
 	uint64_t below = top ? ~0ULL >> __builtin_clzll(top) : 0; /* 2^B - 1 */
 	__atomic_store_n(&s->cache, c, __ATOMIC_RELAXED);
-	s->inv = c->inv;
+	s->inverse = c->inverse;
 	s->shift = c->shift;
 	s->size = c->size;
 	s->objects = c->objects;
-	s->qbad = ~below | ((1ULL << c->shift) - 1);
+	s->bad_q_bits = ~below | ((1ULL << c->shift) - 1);
 	s->cls = (uint8_t)c->cls;
-	/* free()'s bin: fbin; with SLUBMALLOC_STATS=1 the rbin, which has no room there, so every
-	 * free takes the slow path, where it is counted */
-	s->fbtp = (char *)(sm_opt.stats ? &sm_tc.rbin[c->cls] : &sm_tc.fbin[c->cls]) -
-		  thread_pointer();
+	/* free()'s stack: free_stack; with SLUBMALLOC_STATS=1 the remote_stack, which has no room
+	 * there, so every free takes the slow path, where it is counted */
+	struct stack *f = sm_opt.stats ? &sm_tc.remote_stack[c->cls] : &sm_tc.free_stack[c->cls];
+	s->free_stack_off = (char *)f - thread_pointer();
 	s->carved = 0;
 	for (unsigned i = 1; i < s->pages; i++) { /* the read-only fields, for page_desc() */
 		s[i].cache = c;
-		s[i].inv = s->inv;
+		s[i].inverse = s->inverse;
 		s[i].shift = s->shift;
 		s[i].size = s->size;
 		s[i].objects = s->objects;
-		s[i].qbad = s->qbad;
+		s[i].bad_q_bits = s->bad_q_bits;
 		s[i].cls = s->cls;
-		s[i].fbtp = s->fbtp;
+		s[i].free_stack_off = s->free_stack_off;
 		s[i].pages = s->pages;
 	}
 	/* frozen, every object held by the owner (the untouched ones included) */

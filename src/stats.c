@@ -2,7 +2,7 @@
  * thread, with plain increments, only when SLUBMALLOC_STATS=1 (struct sm_tstats, mapped at
  * thread start), and summed only when read; a thread that exits adds its counters to the
  * global ones (atomics) first. Every counting site is on a slow path: with the option set, the
- * slabs point free() at a bin with no room (slab.c, cache.c) and the class table
+ * slabs point free() at a stack with no room (slab.c, tcache.c) and the class table
  * every malloc (sizeclass.c), where each is counted: the fastpaths' code is the same with the
  * option set or not, and costs nothing more.
  * The figures of slabs and objects are read from the slabs' own words and the thread caches'
@@ -12,10 +12,12 @@
  * Invariants: a live thread's counters are written by it alone; readers hold the registry
  * lock, so a thread's counters cannot go away under them (it leaves the registry first). */
 #include <errno.h>
+#include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
+
 
 #include "slubmalloc.h"
 
@@ -80,10 +82,10 @@ static void census_slab(struct slab *s, void *arg)
 	k->empty[row] += !(hi & SLAB_FROZEN) && SLAB_INUSE(hi) == 0;
 }
 
-/* Objects in another thread's bin, read while that thread may be changing it: top and slots
- * come from two loads, perhaps either side of a swap, so a figure outside the bin is taken as
+/* Objects in another thread's stack, read while that thread may be changing it: top and slots
+ * come from two loads, perhaps either side of a swap, so a figure outside the stack is taken as
  * none (the census is a snapshot of moving counts anyway). */
-static uint32_t held_in(struct bin *b)
+static uint32_t held_in(struct stack *b)
 {
 	void **top = __atomic_load_n(&b->top, __ATOMIC_RELAXED);
 	void **slots = __atomic_load_n(&b->slots, __ATOMIC_RELAXED);
@@ -95,16 +97,17 @@ static void census_tcache(struct tcache *tc, void *arg)
 	struct census *k = arg;
 	sm_region_lock(); /* active slabs stay mapped while we read them */
 	for (unsigned i = 0; i < NCLASS; i++) {
-		k->held[i] += held_in(&tc->bin[i]) + held_in(&tc->fbin[i]) + held_in(&tc->rbin[i]) +
-			      __atomic_load_n(&tc->src[i].nspill, __ATOMIC_RELAXED) +
-			      untouched(__atomic_load_n(&tc->src[i].active, __ATOMIC_RELAXED));
+		k->held[i] += held_in(&tc->alloc_stack[i]) + held_in(&tc->free_stack[i]) +
+			      held_in(&tc->remote_stack[i]) +
+			      __atomic_load_n(&tc->source[i].nspill, __ATOMIC_RELAXED) +
+			      untouched(__atomic_load_n(&tc->source[i].active, __ATOMIC_RELAXED));
 	}
 	for (unsigned id = 0; id < MAX_TYPED; id++)
-		if (__atomic_load_n(&tc->tfor[id], __ATOMIC_RELAXED))
+		if (__atomic_load_n(&tc->typed_for[id], __ATOMIC_RELAXED))
 			k->held[NCLASS + id] +=
-				held_in(&tc->tbin[id]) + held_in(&tc->tfbin[id]) +
-				__atomic_load_n(&tc->tsrc[id].nspill, __ATOMIC_RELAXED) +
-				untouched(__atomic_load_n(&tc->tsrc[id].active, __ATOMIC_RELAXED));
+				held_in(&tc->typed_alloc[id]) + held_in(&tc->typed_free[id]) +
+				__atomic_load_n(&tc->typed_source[id].nspill, __ATOMIC_RELAXED) +
+				untouched(__atomic_load_n(&tc->typed_source[id].active, __ATOMIC_RELAXED));
 	sm_region_unlock();
 	struct sm_tstats *st = tc->st;
 	if (st)
@@ -116,10 +119,7 @@ static void census_tcache(struct tcache *tc, void *arg)
 static void census_take(struct census *k)
 {
 	memset(k, 0, sizeof *k);
-	sm_orphan_lock_all();
-	census_tcache(sm_orphan_tcache(), k);
-	sm_orphan_unlock_all(false);
-	sm_tcache_walk(census_tcache, k); /* after: typed.c's locks come first (cache.c) */
+	sm_tcache_walk(census_tcache, k);
 	for (unsigned i = 0; i < NCLASS; i++) {
 		struct cache *c = &sm_g.caches[i];
 		k->held[i] += sm_depot_held(i);
@@ -127,7 +127,7 @@ static void census_take(struct census *k)
 			continue;
 		sm_lock(&c->dlock);
 		sm_region_lock();
-		k->held[i] += c->dsrc.nspill + untouched(c->dsrc.active);
+		k->held[i] += c->debug_source.nspill + untouched(c->debug_source.active);
 		sm_region_unlock();
 		sm_unlock(&c->dlock);
 	}
@@ -180,7 +180,7 @@ static uint64_t rss_bytes(void)
 	uint64_t pages = 0;
 	for (p++; *p >= '0' && *p <= '9'; p++)
 		pages = pages * 10 + (uint64_t)(*p - '0');
-	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
+	return pages * (uint64_t)sm_os_page_size();
 }
 
 static bool row_used(const struct census *k, unsigned r)
@@ -291,7 +291,7 @@ void sm_stats_print(int fd)
 	sm_lock(&print_lock);
 	size_t n = slub_stats_get(&t, rows, NROWS);
 	sm_write(fd, "slubmalloc: stats of pid ");
-	put_num(fd, (uint64_t)getpid(), 0);
+	put_num(fd, (uint64_t)sm_os_pid(), 0);
 	sm_write(fd, "\nslabinfo - version: 2.1\n# name            <active_objs> <num_objs> <objsize> "
 		 "<objperslab> <pagesperslab> : slabdata <active_slabs> <num_slabs>\n");
 	for (size_t i = 0; i < n; i++) {
@@ -403,4 +403,50 @@ int sm_malloc_info(int options, FILE *fp)
 		t.large_bytes, t.bytes_mapped, t.bytes_mapped, t.bytes_mapped, t.bytes_mapped);
 	pthread_setcancelstate(cancel, NULL);
 	return 0;
+}
+
+/* ---- glibc's mallopt and mallinfo ---- */
+
+/* glibc's parameters are all accepted and have no effect here (slubmalloc has no arenas, top
+ * pad or mmap threshold); its tests expect 1 for unknown ones too. */
+int sm_mallopt(int param, int value)
+{
+	(void)param, (void)value;
+	return 1;
+}
+
+static size_t clamp_int(size_t v)
+{
+	return v > INT_MAX ? INT_MAX : v;
+}
+
+/* glibc's meanings: arena = non-mmapped bytes (our slab regions), uordblks/fordblks = bytes
+ * in use/free in them, hblks/hblkhd = mmapped blocks (our large blocks). */
+struct mallinfo2 sm_mallinfo2(void)
+{
+	struct slub_stats t;
+	slub_stats_get(&t, NULL, 0);
+	struct mallinfo2 m = {0};
+	m.arena = t.slab_bytes_mapped;
+	m.uordblks = t.small_bytes_in_use;
+	m.fordblks = t.slab_bytes_mapped > t.small_bytes_in_use
+			     ? t.slab_bytes_mapped - t.small_bytes_in_use : 0;
+	m.hblks = t.large_count;
+	m.hblkhd = t.large_bytes;
+	m.usmblks = 0;
+	m.ordblks = 1;
+	return m;
+}
+
+struct mallinfo sm_mallinfo(void)
+{
+	struct mallinfo2 m2 = sm_mallinfo2();
+	struct mallinfo m = {0};
+	m.arena = (int)clamp_int(m2.arena);
+	m.ordblks = (int)clamp_int(m2.ordblks);
+	m.hblks = (int)clamp_int(m2.hblks);
+	m.hblkhd = (int)clamp_int(m2.hblkhd);
+	m.uordblks = (int)clamp_int(m2.uordblks);
+	m.fordblks = (int)clamp_int(m2.fordblks);
+	return m;
 }

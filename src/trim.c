@@ -7,24 +7,24 @@
  * Invariant: sm_trim_gen only grows; a thread's trim_gen is the last value it drained for. */
 #include "internal.h"
 
-/* tc's bins, other threads' objects, spill chains and active slabs back to the slabs. */
+/* tc's stacks, other threads' objects, spill chains and active slabs back to the slabs. */
 void sm_trim_self(struct tcache *tc)
 {
 	tc->trim_gen = __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED);
 	if (tc->state != T_LIVE)
 		return;
 	for (unsigned i = 0; i < NCLASS; i++) {
-		sm_free_array(tc->rbin[i].slots, bin_count(&tc->rbin[i]));
-		tc->rbin[i].top = tc->rbin[i].slots;
-		sm_free_array(tc->fbin[i].slots, bin_count(&tc->fbin[i]));
-		tc->fbin[i].top = tc->fbin[i].slots;
-		sm_drop(&tc->bin[i], &tc->src[i], 0);
-		if (bin_cap(&tc->fbin[i]) > sm_g.caches[i].cap) /* grown (sm_flush, sm_refill):
+		sm_free_array(tc->remote_stack[i].slots, stack_count(&tc->remote_stack[i]));
+		tc->remote_stack[i].top = tc->remote_stack[i].slots;
+		sm_free_array(tc->free_stack[i].slots, stack_count(&tc->free_stack[i]));
+		tc->free_stack[i].top = tc->free_stack[i].slots;
+		sm_drop(&tc->alloc_stack[i], &tc->source[i], 0);
+		if (stack_cap(&tc->free_stack[i]) > sm_g.caches[i].cap) /* grown (sm_flush, sm_refill):
 								   * back to the first size */
-			sm_bins_resize(tc, i, sm_g.caches[i].cap);
+			sm_stacks_resize(tc, i, sm_g.caches[i].cap);
 		if (tc->burst[i]) /* empty now: their pages go back (zero again: the guards) */
 			sm_os_purge(tc->burst[i], burst_bytes(i));
-		tc->src[i].refills = 0;
+		tc->source[i].refills = 0;
 	}
 }
 
@@ -39,8 +39,8 @@ int sm_trim(void)
 		struct cache *c = &sm_g.caches[i];
 		if (c->debug) { /* its own source goes back too */
 			sm_lock(&c->dlock);
-			struct bin none = {.top = NULL, .lim = NULL, .slots = NULL};
-			sm_drop(&none, &c->dsrc, c->fpoff);
+			struct stack none = {.top = NULL, .lim = NULL, .slots = NULL};
+			sm_drop(&none, &c->debug_source, c->fpoff);
 			sm_unlock(&c->dlock);
 		}
 		sm_cache_shrink(c);
@@ -48,4 +48,12 @@ int sm_trim(void)
 	size_t released = sm_pages_purge_all();
 	released += sm_large_release_cached();
 	return released > 0;
+}
+
+/* malloc_trim(pad): everything goes back; glibc's pad (bytes to keep at the heap's top) has
+ * no meaning without a heap top. */
+int sm_malloc_trim(size_t pad)
+{
+	(void)pad;
+	return sm_trim();
 }

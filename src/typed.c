@@ -1,37 +1,34 @@
 /* typed.c: typed object caches, after the kernel's kmem_cache_create/alloc/free/destroy.
  * A typed cache is a struct cache of its own (its own slabs, so a constructor's work survives
  * free and reuse: the free pointer of a ctor cache lives past the object's body) with an id
- * in 0..MAX_TYPED-1. Each thread keeps, per id, two stacks as the size classes' bins (tbin
- * for allocation, tfbin for frees), a spill chain and an active slab (struct tcache's tbin,
- * tfbin, tsrc), touched only inside the slub_cache_* calls. free() of a typed object is
- * accepted too: its slab says cls NCLASS, whose thread bin is always empty, so it goes
- * straight back to its slab.
+ * in 0..MAX_TYPED-1. Each thread keeps, per id, two stacks like the size classes' ones
+ * (typed_alloc for allocation, typed_free for frees), a spill chain and an active slab
+ * (typed_source). They are touched only inside the slub_cache_* calls. free() of a typed
+ * object is accepted too: its slab says cls NCLASS, whose thread stack is always empty, so it
+ * goes straight back to its slab.
  *
  * DESTROY WITH OTHER THREADS ALIVE (the kernel flushes every CPU's cache; so must we):
- *   caller of a slub_cache_* call on c:  tin = c; compiler barrier; load c->dead; use its
- *                                        tbin/tfbin/tsrc; tin = NULL (release)
+ *   caller of a slub_cache_* call on c:  typed_in = c; compiler barrier; load c->dead; use
+ *                                        its typed stacks and source; typed_in = NULL (release)
  *   slub_cache_destroy(c):               c->dead = 1; membarrier(PRIVATE_EXPEDITED); then for
- *                                        every registered thread: wait while its tin is c;
+ *                                        every registered thread: wait while its typed_in is c;
  *                                        drain its state for c.
  *   membarrier runs a full barrier on every running thread of the process (a descheduled one
  *   has passed a context switch), so each thread's call either began after that barrier (and
- *   its load of c->dead sees 1: it leaves c's state alone) or its tin = c is visible to the
+ *   its load of c->dead sees 1: it leaves c's state alone) or its typed_in = c is visible to the
  *   destroyer, which waits for the call to end. Without membarrier (old kernels) each call
- *   issues a full fence instead, chosen once. A call that sees c dead clears tin within a few
- *   instructions, so the wait ends even while a thread keeps calling on c. tin is stored, never
- *   read, by its thread: calls are not chained through a counter in memory. Registry changes
- *   (thread start/exit) and drains hold registry_lock; a thread drains its own typed state at
- *   exit under it.
+ *   issues a full fence instead, chosen once. A call that sees c dead clears typed_in within a
+ *   few instructions, so the wait ends even while a thread keeps calling on c. typed_in is
+ *   stored, never read, by its thread: calls are not chained through a counter in memory.
+ *   Registry changes (thread start/exit) and drains hold registry_lock; a thread drains its
+ *   own typed state at exit under it.
  * Invariants: an id is reused only after the destroyed cache that held it has lost its last
  * slab (sm_typed_gone), and its state was drained in every thread before that; the ctor runs
  * once per object, when it is carved; SLUB_ZERO caches clear each object on allocation.
  * Destroying a cache with objects still allocated reports them on stderr; the cache then lives
  * on (dead) until they are freed. */
 #include <errno.h>
-#include <linux/membarrier.h>
-#include <sched.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fastpath.h"
@@ -44,8 +41,6 @@ static struct cache *table[MAX_TYPED];
 static sm_lock_t typed_lock;       /* table[], ids, dead flags */
 static sm_lock_t registry_lock;    /* the registry and every drain of a thread's typed state */
 static struct tcache *registry;
-static sm_lock_t orphan_lock;      /* orphan: for threads past their exit destructor */
-static struct tcache orphan;
 static int use_membarrier = -1;    /* chosen once, by the first slub_cache_create */
 
 static inline struct cache *cache_from(struct slub_cache *sc)
@@ -57,13 +52,13 @@ static void choose_barrier(void)
 {
 	if (__atomic_load_n(&use_membarrier, __ATOMIC_ACQUIRE) >= 0)
 		return;
-	int ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	int ok = sm_os_barrier_register();
 	__atomic_store_n(&use_membarrier, ok, __ATOMIC_RELEASE);
 }
 
 static inline void enter(struct tcache *tc, struct cache *c)
 {
-	__atomic_store_n(&tc->tin, c, __ATOMIC_RELAXED);
+	__atomic_store_n(&tc->typed_in, c, __ATOMIC_RELAXED);
 	if (use_membarrier)
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	else
@@ -72,7 +67,7 @@ static inline void enter(struct tcache *tc, struct cache *c)
 
 static inline void leave(struct tcache *tc)
 {
-	__atomic_store_n(&tc->tin, NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&tc->typed_in, NULL, __ATOMIC_RELEASE);
 }
 
 void sm_typed_register(struct tcache *tc)
@@ -89,13 +84,13 @@ void sm_typed_register(struct tcache *tc)
 /* Drain tc's state for id (registry lock held, tc quiet or the caller). */
 static void drain(struct tcache *tc, unsigned id)
 {
-	struct cache *c = tc->tfor[id];
+	struct cache *c = tc->typed_for[id];
 	if (!c)
 		return;
-	sm_free_array(tc->tfbin[id].slots, bin_count(&tc->tfbin[id]));
-	tc->tfbin[id].top = tc->tfbin[id].slots;
-	sm_drop(&tc->tbin[id], &tc->tsrc[id], c->fpoff);
-	tc->tfor[id] = NULL;
+	sm_free_array(tc->typed_free[id].slots, stack_count(&tc->typed_free[id]));
+	tc->typed_free[id].top = tc->typed_free[id].slots;
+	sm_drop(&tc->typed_alloc[id], &tc->typed_source[id], c->fpoff);
+	tc->typed_for[id] = NULL;
 }
 
 void sm_typed_thread_exit(struct tcache *tc)
@@ -103,11 +98,11 @@ void sm_typed_thread_exit(struct tcache *tc)
 	sm_lock(&registry_lock);
 	for (unsigned id = 0; id < MAX_TYPED; id++) {
 		drain(tc, id);
-		if (tc->tmem[id]) {
-			sm_free_fast(tc->tmem[id]);
-			tc->tmem[id] = NULL;
-			bin_init(&tc->tbin[id], NULL, 0);
-			bin_init(&tc->tfbin[id], NULL, 0);
+		if (tc->typed_mem[id]) {
+			sm_free_fast(tc->typed_mem[id]);
+			tc->typed_mem[id] = NULL;
+			stack_init(&tc->typed_alloc[id], NULL, 0);
+			stack_init(&tc->typed_free[id], NULL, 0);
 		}
 	}
 	if (tc->rprev)
@@ -170,23 +165,23 @@ SM_EXPORT struct slub_cache *slub_cache_create(const char *name, size_t size, si
 static bool own_bin(struct tcache *tc, struct cache *c)
 {
 	unsigned id = c->id;
-	struct bin *b = &tc->tbin[id], *f = &tc->tfbin[id];
-	if (tc->tfor[id] == c)
+	struct stack *b = &tc->typed_alloc[id], *f = &tc->typed_free[id];
+	if (tc->typed_for[id] == c)
 		return true;
-	if (tc->tmem[id] && bin_cap(b) != c->cap) {
-		sm_free_fast(tc->tmem[id]);
-		tc->tmem[id] = NULL;
+	if (tc->typed_mem[id] && stack_cap(b) != c->cap) {
+		sm_free_fast(tc->typed_mem[id]);
+		tc->typed_mem[id] = NULL;
 	}
-	if (!tc->tmem[id]) { /* both stacks, each after a NULL guard */
+	if (!tc->typed_mem[id]) { /* both stacks, each after a NULL guard */
 		void **v = sm_alloc_fast(2 * (c->cap + 1) * sizeof(void *));
 		if (!v)
 			return false;
 		v[0] = v[c->cap + 1] = NULL;
-		tc->tmem[id] = v;
+		tc->typed_mem[id] = v;
 	}
-	bin_init(b, tc->tmem[id] + 1, c->cap);
-	bin_init(f, tc->tmem[id] + c->cap + 2, c->cap);
-	tc->tfor[id] = c;
+	stack_init(b, tc->typed_mem[id] + 1, c->cap);
+	stack_init(f, tc->typed_mem[id] + c->cap + 2, c->cap);
+	tc->typed_for[id] = c;
 	return true;
 }
 
@@ -212,7 +207,8 @@ static size_t take(struct tcache *tc, struct cache *c, size_t n, void **out)
 	if (!own_bin(tc, c))
 		return 0;
 	unsigned id = c->id;
-	size_t got = sm_take_n(c, 0, &tc->tbin[id], &tc->tfbin[id], &tc->tsrc[id], out, n);
+	size_t got = sm_take_n(c, 0, &tc->typed_alloc[id], &tc->typed_free[id], &tc->typed_source[id],
+			       out, n);
 	if (got == n)
 		return n;
 	/* out of memory: give back what was taken */
@@ -225,8 +221,8 @@ static size_t take(struct tcache *tc, struct cache *c, size_t n, void **out)
 static void put(struct tcache *tc, struct cache *c, size_t n, void **ptrs)
 {
 	unsigned id = c->id;
-	struct bin *b = &tc->tfbin[id];
-	if (c->dead || tc->tfor[id] != c) { /* no bin for c here: straight to the slabs */
+	struct stack *b = &tc->typed_free[id];
+	if (c->dead || tc->typed_for[id] != c) { /* no stack for c here: straight to the slabs */
 		sm_free_array(ptrs, n);
 		return;
 	}
@@ -236,10 +232,10 @@ static void put(struct tcache *tc, struct cache *c, size_t n, void **ptrs)
 			continue;
 		if (b->top != b->slots && b->top[-1] == p)
 			sm_fatal_in("double free", p, c);
-		if (b->top == b->lim && tc->tbin[id].top == tc->tbin[id].slots) {
-			bin_swap(&tc->tbin[id], b); /* these become the allocation stack */
+		if (b->top == b->lim && tc->typed_alloc[id].top == tc->typed_alloc[id].slots) {
+			stack_swap(&tc->typed_alloc[id], b); /* these become the allocation stack */
 		} else if (b->top == b->lim) { /* the older half goes back, grouped by slab */
-			uint32_t cap = bin_cap(b), half = cap / 2 ? cap / 2 : cap;
+			uint32_t cap = stack_cap(b), half = cap / 2 ? cap / 2 : cap;
 			sm_free_array(b->slots, half);
 			memmove(b->slots, b->slots + half, (cap - half) * sizeof(void *));
 			b->top -= half;
@@ -259,9 +255,8 @@ static size_t alloc_n(struct cache *c, size_t n, void **out)
 		got = take(tc, c, n, out);
 		leave(tc);
 	} else {
-		sm_lock(&orphan_lock);
-		got = take(&orphan, c, n, out);
-		sm_unlock(&orphan_lock);
+		got = take(sm_orphan_enter(), c, n, out);
+		sm_orphan_leave();
 	}
 	if (got != n)
 		errno = ENOMEM;
@@ -285,7 +280,7 @@ static void check_object(struct cache *c, void *p)
 	}
 }
 
-/* The general way: every pointer checked, then into tc's bin for c (or the orphan's). */
+/* The general way: every pointer checked, then into tc's stack for c (or the orphan's). */
 static SM_COLD void free_n(struct cache *c, size_t n, void **ptrs)
 {
 	for (size_t i = 0; i < n; i++)
@@ -297,9 +292,8 @@ static SM_COLD void free_n(struct cache *c, size_t n, void **ptrs)
 		put(tc, c, n, ptrs);
 		leave(tc);
 	} else {
-		sm_lock(&orphan_lock);
-		put(&orphan, c, n, ptrs);
-		sm_unlock(&orphan_lock);
+		put(sm_orphan_enter(), c, n, ptrs);
+		sm_orphan_leave();
 	}
 }
 
@@ -308,11 +302,11 @@ static SM_COLD void free_one_slow(struct cache *c, void *p)
 	free_n(c, 1, &p);
 }
 
-/* Whether tc (entered) has a bin serving c, whose id is id (read before enter: the fence
+/* Whether tc (entered) has a stack serving c, whose id is id (read before enter: the fence
  * would make the compiler load it again). */
 static inline bool serves(const struct tcache *tc, const struct cache *c, unsigned id)
 {
-	return tc->tfor[id] == c && !c->dead;
+	return tc->typed_for[id] == c && !c->dead;
 }
 
 static SM_COLD void *alloc_one_slow(struct cache *c)
@@ -326,7 +320,7 @@ static inline __attribute__((always_inline)) void *alloc_one(struct cache *c)
 {
 	struct tcache *tc = &sm_tc;
 	unsigned id = c->id;
-	struct bin *b = &tc->tbin[id];
+	struct stack *b = &tc->typed_alloc[id];
 	enter(tc, c);
 	void **t = b->top;
 	if (likely(serves(tc, c, id) && t != b->slots)) {
@@ -339,7 +333,7 @@ static inline __attribute__((always_inline)) void *alloc_one(struct cache *c)
 	return alloc_one_slow(c);
 }
 
-/* slub_cache_free's body: free()'s checks and that p is c's; then a push onto the bin. */
+/* slub_cache_free's body: free()'s checks and that p is c's; then a push onto the stack. */
 static inline __attribute__((always_inline)) void free_one(struct cache *c, void *p)
 {
 	uintptr_t a = (uintptr_t)p;
@@ -350,15 +344,15 @@ static inline __attribute__((always_inline)) void free_one(struct cache *c, void
 		   d->cache == c)) {
 		struct tcache *tc = &sm_tc;
 		unsigned id = c->id;
-		struct bin *b = &tc->tfbin[id];
+		struct stack *b = &tc->typed_free[id];
 		enter(tc, c);
-		if (likely(serves(tc, c, id) && bin_push(b, p))) {
+		if (likely(serves(tc, c, id) && stack_push(b, p))) {
 			leave(tc);
 			return;
 		}
 		leave(tc);
 	}
-	free_one_slow(c, p); /* report, flush, or a thread without a bin for c */
+	free_one_slow(c, p); /* report, flush, or a thread without a stack for c */
 }
 
 SM_EXPORT SM_HOT void *slub_cache_alloc(struct slub_cache *sc)
@@ -392,12 +386,12 @@ static __attribute__((noinline)) size_t alloc_bulk(struct cache *c, size_t n, vo
 		return bad_bulk_args(n);
 	struct tcache *tc = &sm_tc;
 	unsigned id = c->id;
-	struct bin *b = &tc->tbin[id];
+	struct stack *b = &tc->typed_alloc[id];
 	enter(tc, c);
 	void **t = b->top;
 	if (likely(serves(tc, c, id) && (size_t)(t - b->slots) >= n)) { /* one copy from the top */
 		b->top = t -= n;
-		leave(tc); /* t[0, n) are no longer the bin's: the copy needs no guard */
+		leave(tc); /* t[0, n) are no longer the stack's: the copy needs no guard */
 		if (unlikely(c->flags & SLUB_ZERO))
 			return copy_zeroed(c, ptrs, t, n);
 		if (n < SHORT_BULK) { /* inline, as malloc_bulk's (bulk.c) */
@@ -416,7 +410,7 @@ SM_EXPORT SM_HOT size_t slub_cache_alloc_bulk(struct slub_cache *sc, size_t n, v
 	if (likely(n == 1 && ptrs)) { /* slub_cache_alloc's fastpath; else alloc_bulk */
 		struct tcache *tc = &sm_tc;
 		unsigned id = c->id;
-		struct bin *b = &tc->tbin[id];
+		struct stack *b = &tc->typed_alloc[id];
 		enter(tc, c);
 		void **t = b->top;
 		if (likely(serves(tc, c, id) && t != b->slots && !(c->flags & SLUB_ZERO))) {
@@ -434,7 +428,7 @@ static __attribute__((noinline)) void free_bulk_n(struct cache *c, size_t n, voi
 {
 	struct tcache *tc = &sm_tc;
 	/* runs of c's objects checked and pushed as free_bulk does (bulk.c); a pointer that
-	 * stops a run takes the general way, alone. (Only a live thread's bins serve a cache.) */
+	 * stops a run takes the general way, alone. (Only a live thread's stacks serve a cache.) */
 	unsigned id = c->id;
 	enter(tc, c);
 	if (unlikely(!serves(tc, c, id))) {
@@ -446,7 +440,7 @@ static __attribute__((noinline)) void free_bulk_n(struct cache *c, size_t n, voi
 	while (unlikely(at != ptrs + n)) {
 		if (*at) {
 			check_object(c, *at);
-			put(tc, c, 1, at); /* a full bin's flush, or the double-free report */
+			put(tc, c, 1, at); /* a full stack's flush, or the double-free report */
 		}
 		at = sm_bulk_runs(tc, at + 1, ptrs + n, c);
 	}
@@ -454,7 +448,7 @@ static __attribute__((noinline)) void free_bulk_n(struct cache *c, size_t n, voi
 }
 
 /* Two or three pointers (SHORT_BULK, config.h) in one call's time: the first passes free()'s
- * checks and is c's, then one enter, and one push of them all when the bin serves c, has room
+ * checks and is c's, then one enter, and one push of them all when the stack serves c, has room
  * and short_run_ok (the others in the first one's page, no pointer twice in a row). Returns
  * false, nothing freed, when that is not so (a NULL among them too): the caller frees them
  * one by one. */
@@ -467,7 +461,7 @@ static inline bool free_short(struct cache *c, size_t n, void **ptrs)
 		return false;
 	struct tcache *tc = &sm_tc;
 	unsigned id = c->id;
-	struct bin *b = &tc->tfbin[id];
+	struct stack *b = &tc->typed_free[id];
 	enter(tc, c);
 	void **t = b->top;
 	bool ok = serves(tc, c, id) && b->lim - t >= (ptrdiff_t)n &&
@@ -528,22 +522,22 @@ SM_EXPORT void slub_cache_destroy(struct slub_cache *sc)
 	c->dead = 1;
 	sm_unlock(&typed_lock);
 	if (use_membarrier > 0)
-		syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+		sm_os_barrier_all();
 	else
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	sm_lock(&registry_lock);
 	for (struct tcache *tc = registry; tc; tc = tc->rnext) {
 		if (tc != &sm_tc)
-			while (__atomic_load_n(&tc->tin, __ATOMIC_ACQUIRE) == c)
-				sched_yield();
-		if (tc->tfor[c->id] == c)
+			while (__atomic_load_n(&tc->typed_in, __ATOMIC_ACQUIRE) == c)
+				sm_os_yield();
+		if (tc->typed_for[c->id] == c)
 			drain(tc, c->id);
 	}
 	sm_unlock(&registry_lock);
-	sm_lock(&orphan_lock);
-	if (orphan.tfor[c->id] == c)
-		drain(&orphan, c->id);
-	sm_unlock(&orphan_lock);
+	struct tcache *o = sm_orphan_enter();
+	if (o->typed_for[c->id] == c)
+		drain(o, c->id);
+	sm_orphan_leave();
 	sm_cache_shrink(c);
 	uint64_t inuse, frozen;
 	sm_slabs_census(c, &inuse, &frozen);
@@ -558,15 +552,12 @@ SM_EXPORT void slub_cache_destroy(struct slub_cache *sc)
 		sm_typed_gone(c);
 }
 
-void sm_tcache_walk(void (*fn)(struct tcache *tc, void *arg), void *arg)
+void sm_typed_registry_walk(void (*fn)(struct tcache *tc, void *arg), void *arg)
 {
-	sm_lock(&orphan_lock);
 	sm_lock(&registry_lock);
 	for (struct tcache *tc = registry; tc; tc = tc->rnext)
 		fn(tc, arg);
-	fn(&orphan, arg);
 	sm_unlock(&registry_lock);
-	sm_unlock(&orphan_lock);
 }
 
 bool sm_typed_copy(unsigned id, struct cache *out)
@@ -581,7 +572,6 @@ bool sm_typed_copy(unsigned id, struct cache *out)
 
 void sm_typed_lock_all(void)
 {
-	sm_lock(&orphan_lock);
 	sm_lock(&registry_lock);
 	sm_lock(&typed_lock);
 	for (unsigned i = 0; i < MAX_TYPED; i++)
@@ -603,5 +593,4 @@ void sm_typed_unlock_all(bool reinit)
 	}
 	sm_unlock(&typed_lock);
 	sm_unlock(&registry_lock);
-	sm_unlock(&orphan_lock);
 }

@@ -90,7 +90,7 @@ static void stats_path(void)
 
 /* Per-CPU memory, a counter and a reference. The parent's workers use shared ones; a child
  * makes its own: a counter or reference another thread was changing at the fork is the
- * program's object, as its mutexes are (src/cache.c, FORK). */
+ * program's object, as its mutexes are (src/freelist.c, FORK). */
 static void pcpu_path(struct pcpu_counter *c, struct pcpu_ref *r)
 {
     long *a = pcpu_alloc(sizeof(long), sizeof(long));

@@ -112,6 +112,10 @@ run_test() {
     fi
 }
 
+# the layers depend only downward: src/ never reaches into preload/, only src/platform/ calls
+# the OS, no source file is over 700 lines (tests/layers.py)
+run_test layers 0 python3 tests/layers.py
+
 # ---------- integration tests (under the preloaded library) ----------
 for t in api_contract cxx_new stress_mt fork_test fork_stdio fork_signal stats_cancel tight_as \
          rss_test glibc_interpose thread_exit init_order oom_test fork_load thread_churn xstress_long; do

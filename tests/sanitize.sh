@@ -4,7 +4,7 @@
 #   build-tsan:  clang -fsanitize=thread. TSan defines malloc itself and calls it while it
 #                initialises, so there the engine's entry points are renamed slubt_malloc, ...
 #                (preload/meson.build) and the tests, compiled with the same renames, call them;
-#                the 16-byte CAS is an __atomic builtin TSan sees (src/arch_x86_64.h).
+#                the 16-byte CAS is an __atomic builtin TSan sees (src/platform/arch_x86_64.h).
 #   build-ubsan: gcc -fsanitize=undefined -fno-sanitize-recover=all (the first UB aborts).
 # Then runs every unit_* test of each build and stress_mt_linked (tests/stress_mt.c linked with
 # the engine) at a reduced scale. Checked first (nm): a test's malloc calls reach the engine.

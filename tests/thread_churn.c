@@ -9,7 +9,7 @@
  * threads ("early") and then every 1000 threads up to the end; each reading must be at most
  * max(2 x early, early + 64 MiB).
  * Why that bound: a thread allocates ~64 x 1.9 KiB = ~120 KiB and, when it exits, its cache
- * holds the ~90 KiB it freed itself (the bins keep up to 16 KiB per size class, 15 classes used)
+ * holds the ~90 KiB it freed itself (the stacks keep up to 16 KiB per size class, 15 classes used)
  * plus its per-thread slot block and partly used active slabs. If the caches of exited threads
  * leaked, the 9,000 threads after the early reading would add >= 9,000 x ~90 KiB = ~800 MiB of
  * written (resident) memory: more than 10x the 64 MiB allowed (measured with an engine whose

@@ -154,7 +154,7 @@ static void case_counts(void)
 	free_bulk(8, z);
 
 	/* n = 1 of every class is in case_every_size; here: many single-object bulks in a row
-	 * (each takes from and refills the thread's bin) */
+	 * (each takes from and refills the thread's stack) */
 	void *one[1000];
 	for (size_t i = 0; i < 1000; i++) {
 		CHECK(malloc_bulk(48, 1, &one[i]) == 1, "malloc_bulk(48, 1) #%zu", i);
@@ -496,7 +496,7 @@ static void enomem_child(void *arg)
 	void **v = malloc(n_fail * sizeof *v);
 	CHECK(v, "malloc");
 	void *warm[8];
-	CHECK(malloc_bulk(size, 8, warm) == 8, "warm-up bulk"); /* the thread's bin holds some */
+	CHECK(malloc_bulk(size, 8, warm) == 8, "warm-up bulk"); /* the thread's stack holds some */
 	free_bulk(8, warm);
 	cap_address_space();
 	long slabs0 = live_slabs();

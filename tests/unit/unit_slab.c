@@ -19,8 +19,8 @@
 static int global_var;
 
 /* free_bulk of eight pointers into a page of p's region that no slab covers (its descriptor
- * says nothing: no object check may pass there, and no bin may be picked from it) must report
- * and abort, with the thread's bins set up as a running program's are. */
+ * says nothing: no object check may pass there, and no stack may be picked from it) must report
+ * and abort, with the thread's stacks set up as a running program's are. */
 static void bulk_into_free_page(void)
 {
 	void *p = malloc(64);
@@ -73,7 +73,7 @@ static void pages_without_slab(void)
 	check_no_objects((char *)r, "the region's header page");
 	unsigned never = 0;
 	for (unsigned i = REGION_PAGES - 1; i > 0 && !never; i--)
-		if (!r->map[i] && !r->slabs[i].start && r->slabs[i].inv == 1)
+		if (!r->map[i] && !r->slabs[i].start && r->slabs[i].inverse == 1)
 			never = i;
 	CHECK(never, "no never-used page in the region of %p", p);
 	check_no_objects((char *)r + (size_t)never * SPAGE_SIZE, "a never-used page");
@@ -103,7 +103,7 @@ static bool in_carve_order(const struct slab *s, void **out, uint32_t n)
 	return true;
 }
 
-/* sm_fill (cache.c) on a fresh class: a slab whose every handed-out object is back on its
+/* sm_fill (tcache.c) on a fresh class: a slab whose every handed-out object is back on its
  * freelist starts over, carved again from its start with no link read: after the owner's
  * take-all, and when a thread freezes it empty from the partial list. With one object still
  * out, or in a cache with a ctor (an object is constructed once), the chain is followed. */
@@ -113,7 +113,7 @@ static void restart_all_free(void)
 	struct cache *c = &sm_g.caches[sm_size_to_class(1024)];
 	CHECK(c->objects >= N && !c->partial && !c->ctor, "kmalloc-1024: a fresh class of >= %d", N);
 	void *v[N], *w[N];
-	struct src src = {0};
+	struct source src = {0};
 	CHECK(sm_fill(c, 1, &src, v, N) == N && src.active, "first fill");
 	struct slab *s = src.active;
 	CHECK(in_carve_order(s, v, N), "a new slab's carve order");
@@ -132,10 +132,10 @@ static void restart_all_free(void)
 	 * kept on the partial list): a new owner's freeze restarts it */
 	sm_free_array(w, 1);
 	sm_free_array(v, N - 1);
-	struct bin none = {0};
+	struct stack none = {0};
 	sm_drop(&none, &src, c->fpoff);
 	CHECK(c->partial == s && SLAB_INUSE(s->word.hi) == 0, "an empty slab on the partial list");
-	struct src src2 = {0};
+	struct source src2 = {0};
 	CHECK(sm_fill(c, 2, &src2, w, N) == N && src2.active == s && !src2.spill,
 	      "refill from the partial list");
 	CHECK(in_carve_order(s, w, N), "an empty slab frozen again: not carved from the start");

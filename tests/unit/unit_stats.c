@@ -331,7 +331,7 @@ static void options_parse(void)
 
 static void *hold_and_wait(void *arg)
 {
-	/* this thread's bins keep objects; it sleeps through the trim */
+	/* this thread's stacks keep objects; it sleeps through the trim */
 	void *v[64];
 	for (int i = 0; i < 64; i++)
 		v[i] = malloc(256);

@@ -1,4 +1,4 @@
-/* unit_tcache.c: a thread's two stacks per size class and how they grow (cache.c: sm_flush,
+/* unit_tcache.c: a thread's two stacks per size class and how they grow (tcache.c: sm_flush,
  * burst_stacks). Rounds of "malloc case_n objects, free them all", case_n above the grown
  * stacks' room, for 256-byte objects (case_n 250) and for 48-byte ones, below a cache line
  * (case_n 1000): the stacks move to arrays of cap_burst slots (tc->burst) once the free stack
@@ -63,25 +63,25 @@ static void *own_bursts(void *arg)
 		round_trip(r);
 	void **burst = sm_tc.burst[cls];
 	CHECK(burst, "own bursts of %u objects: no burst arrays (stacks of %u)", case_n,
-	      bin_cap(&sm_tc.fbin[cls]));
-	CHECK(bin_cap(&sm_tc.bin[cls]) == c->cap_burst && bin_cap(&sm_tc.fbin[cls]) == c->cap_burst,
-	      "burst stacks hold %u and %u, not cap_burst %u", bin_cap(&sm_tc.bin[cls]),
-	      bin_cap(&sm_tc.fbin[cls]), c->cap_burst);
-	uint32_t refills = sm_tc.src[cls].refills;
+	      stack_cap(&sm_tc.free_stack[cls]));
+	CHECK(stack_cap(&sm_tc.alloc_stack[cls]) == c->cap_burst && stack_cap(&sm_tc.free_stack[cls]) == c->cap_burst,
+	      "burst stacks hold %u and %u, not cap_burst %u", stack_cap(&sm_tc.alloc_stack[cls]),
+	      stack_cap(&sm_tc.free_stack[cls]), c->cap_burst);
+	uint32_t refills = sm_tc.source[cls].refills;
 	for (unsigned r = 4; r < 12; r++)
 		round_trip(r);
-	CHECK(sm_tc.src[cls].refills == refills, "rounds after the burst growth refilled %u times",
-	      sm_tc.src[cls].refills - refills);
+	CHECK(sm_tc.source[cls].refills == refills, "rounds after the burst growth refilled %u times",
+	      sm_tc.source[cls].refills - refills);
 
 	malloc_trim(0); /* drains the calling thread's stacks at once */
-	CHECK(bin_count(&sm_tc.bin[cls]) == 0 && bin_count(&sm_tc.fbin[cls]) == 0 &&
-		      bin_cap(&sm_tc.fbin[cls]) == c->cap,
+	CHECK(stack_count(&sm_tc.alloc_stack[cls]) == 0 && stack_count(&sm_tc.free_stack[cls]) == 0 &&
+		      stack_cap(&sm_tc.free_stack[cls]) == c->cap,
 	      "after malloc_trim: stacks of %u and %u objects, room %u (cap %u)",
-	      bin_count(&sm_tc.bin[cls]), bin_count(&sm_tc.fbin[cls]), bin_cap(&sm_tc.fbin[cls]),
+	      stack_count(&sm_tc.alloc_stack[cls]), stack_count(&sm_tc.free_stack[cls]), stack_cap(&sm_tc.free_stack[cls]),
 	      c->cap);
 	for (unsigned r = 12; r < 18; r++)
 		round_trip(r);
-	CHECK(sm_tc.burst[cls] == burst && bin_cap(&sm_tc.fbin[cls]) == c->cap_burst,
+	CHECK(sm_tc.burst[cls] == burst && stack_cap(&sm_tc.free_stack[cls]) == c->cap_burst,
 	      "after malloc_trim, bursts did not grow the stacks again in the same arrays");
 	return NULL;
 }

@@ -6,7 +6,8 @@
  * destroying a cache with live objects reports them and later frees still work; create and
  * destroy many times; the 32-cache limit; bad arguments give EINVAL; several threads sharing
  * caches with cross-thread frees; destroying a cache after live threads freed all its objects;
- * destroying caches while other threads are inside slub_cache_* calls and threads come and go.
+ * destroying caches while other threads are inside slub_cache_* calls and threads come and go;
+ * typed objects, whose ctor mallocs, allocated by a thread past its exit destructor.
  * Each case runs in a child of its own; `unit_typed NAME...` runs only the named cases. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -146,7 +147,8 @@ static void case_ctor(void)
 			check_constructed(v[i], user++, 1, r ? "ctor (round > 0)" : "ctor (round 0)");
 		}
 		/* keep one object of every 64 KiB page seen, so the slabs of objects the user has
-		 * had are never empty and released: a reused object must not be constructed again */
+		 * had are never empty and released: a reused object must not be constructed again
+		 */
 		size_t m = 0;
 		for (size_t i = 0; i < N; i++) {
 			uintptr_t page = (uintptr_t)v[i] >> 16;
@@ -345,7 +347,7 @@ static void wrong_bulk(void *arg)
 }
 
 /* The last pointer of one slub_cache_free_bulk again, first of a short array (2 or 3: *arg)
- * in the next call: a double free, the bin's top. */
+ * in the next call: a double free, the stack's top. */
 static void again_short(void *arg)
 {
 	size_t n = *(const size_t *)arg;
@@ -991,6 +993,61 @@ static void case_destroy_racing(void)
 	printf("  %d caches destroyed while %d threads kept allocating\n", DR_ROUNDS, DR_WORKERS);
 }
 
+/* ---- a thread past its exit destructor: typed objects from the orphan cache, whose ctor
+ * mallocs, so the orphan cache is entered again by the thread that holds it (thread.c) ---- */
+#define LATE_OBJS 300
+static struct slub_cache *late_cache;
+static atomic_int late_done;
+
+static void malloc_ctor(void *obj)
+{
+	char *p = malloc(40);
+	CHECK(p, "malloc(40) in a ctor");
+	memset(p, 0x5a, 40);
+	free(p);
+	memset(obj, 0, 64);
+}
+
+/* Runs after the library's own exit destructor: its key was created later. */
+static void late_destructor(void *arg)
+{
+	(void)arg;
+	void **v = malloc(LATE_OBJS * sizeof *v);
+	CHECK(v, "malloc after the thread's exit destructor");
+	for (int i = 0; i < LATE_OBJS; i++) {
+		v[i] = slub_cache_alloc(late_cache);
+		CHECK(v[i], "slub_cache_alloc after exit, object %d", i);
+		CHECK(!((char *)v[i])[63], "a constructed object");
+	}
+	for (int i = 0; i < LATE_OBJS; i++)
+		slub_cache_free(late_cache, v[i]);
+	free(v);
+	atomic_store(&late_done, 1);
+}
+
+static void *late_thread(void *arg)
+{
+	pthread_key_t *key = arg;
+	CHECK(pthread_setspecific(*key, key) == 0, "pthread_setspecific");
+	void *p = slub_cache_alloc(late_cache); /* the thread gets a cache of its own first */
+	CHECK(p, "slub_cache_alloc");
+	slub_cache_free(late_cache, p);
+	return NULL;
+}
+
+static void case_after_exit(void)
+{
+	late_cache = slub_cache_create("late", 64, 0, 0, malloc_ctor);
+	CHECK(late_cache, "slub_cache_create");
+	pthread_key_t key;
+	CHECK(pthread_key_create(&key, late_destructor) == 0, "pthread_key_create");
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, late_thread, &key) == 0, "pthread_create");
+	CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+	CHECK(atomic_load(&late_done), "the late destructor ran to its end");
+	slub_cache_destroy(late_cache);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -1009,6 +1066,7 @@ int main(int argc, char **argv)
 		{"threads_ctor", case_threads_ctor},
 		{"destroy_users_alive", case_destroy_users_alive},
 		{"destroy_racing", case_destroy_racing},
+		{"after_exit", case_after_exit},
 	};
 	int failed = run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);
 	failed |= rerun_without_avx2(argv);

@@ -1,15 +1,12 @@
-/* init.c: process and thread life cycle. sm_init() runs once, on the first slow-path call,
- * whichever thread makes it, before main if need be; it never allocates: no dlsym, no stdio,
- * options read by walking environ (src/options.c). Then, with the engine ready (so that a
- * malloc they may make works), it registers the fork handlers (src/fork.c) and the thread-exit
- * key. The child of a fork keeps the forking thread's cache; other threads' caches and active
- * slabs are never used again (their objects stay allocated in the child).
- * Thread exit: the key's destructor hands the thread's objects and active slabs back and marks
- * the thread dead; later calls from it use the orphan cache (alloc.c). */
-#include <fcntl.h>
-#include <pthread.h>
+/* engine.c: the engine's global state and its initialisation.
+ * sm_init() runs once, on the first slow-path call, whichever thread makes it, before main if
+ * need be. It never allocates: no dlsym, no stdio. Options come from walking environ
+ * (options.c).
+ * With the engine ready, so that a malloc they make works, it registers the fork handlers
+ * (fork.c) and the thread-exit key (thread.c).
+ * Invariant: sm_g is written only here, before sm_g.ready is set (release); readers that
+ * find it set (acquire) see it whole. */
 #include <string.h>
-#include <unistd.h>
 
 #include "internal.h"
 
@@ -19,18 +16,8 @@ size_t sm_vec_min = SIZE_MAX;
 __thread struct tcache sm_tc TLS_IE;
 
 static sm_lock_t init_lock;
-static pthread_key_t exit_key;
-static int exit_key_ok;
 static int stats_fd = 2; /* a duplicate of stderr (programs may close fd 2 before exit), or
 			  * SLUBMALLOC_STATS_FILE */
-
-static void thread_exit(void *arg)
-{
-	struct tcache *tc = arg;
-	sm_thread_teardown(tc); /* it leaves the registry first: no reader sees tc->st after */
-	sm_stats_thread_exit(tc);
-	tc->state = T_DEAD;
-}
 
 __attribute__((destructor)) static void at_exit_stats(void)
 {
@@ -72,7 +59,7 @@ void sm_init(void)
 	if (sm_opt.stats) {
 		int fd = -1;
 		if (sm_opt.stats_file[0]) {
-			fd = open(sm_opt.stats_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+			fd = sm_os_open_log(sm_opt.stats_file);
 			if (fd < 0) {
 				sm_write(2, "slubmalloc: warning: SLUBMALLOC_STATS_FILE: cannot open ");
 				sm_write(2, sm_opt.stats_file);
@@ -80,7 +67,7 @@ void sm_init(void)
 			}
 		}
 		if (fd < 0)
-			fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+			fd = sm_os_dup(2);
 		stats_fd = fd >= 0 ? fd : 2;
 	}
 	if (sm_opt.verbose)
@@ -90,18 +77,7 @@ void sm_init(void)
 
 	/* the engine works from here: these may allocate */
 	sm_fork_register();
-	exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
-}
-
-void sm_thread_start(struct tcache *tc)
-{
-	sm_init();
-	sm_thread_setup(tc);
-	sm_stats_thread_start(tc);
-	if (tc->state == T_LIVE)
-		sm_typed_register(tc);
-	if (exit_key_ok)
-		pthread_setspecific(exit_key, tc);
+	sm_thread_init();
 }
 
 __attribute__((constructor)) static void init_at_load(void)

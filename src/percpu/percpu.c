@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
 #include "percpu_internal.h"
 
 #define GRAN_SHIFT 2

@@ -1,9 +1,11 @@
-/* os.c: the platform layer: the only file that maps, unmaps, purges or remaps memory, reads the
- * clock or asks for random bytes. Each call is a thin wrapper; failures return NULL with errno
- * set by the kernel. Nothing here allocates. */
+/* os.c: the OS half of the platform layer (platform.h has the contract). With rseq.c, the
+ * only file that makes system calls: memory, files, threads, time, random bytes, membarrier.
+ * Each call is a thin wrapper. Nothing here allocates. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/membarrier.h>
+#include <sched.h>
 #include <unistd.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -11,7 +13,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 
-#include "internal.h"
+#include "platform.h"
 
 void *sm_os_map(size_t size)
 {
@@ -90,6 +92,11 @@ void *sm_os_remap(void *p, size_t old, size_t size)
 	return q == MAP_FAILED ? NULL : q;
 }
 
+size_t sm_os_page_size(void)
+{
+	return (size_t)sysconf(_SC_PAGESIZE);
+}
+
 /* Files are read and written with raw system calls: libc's open, read, write and close are
  * cancellation points, and a thread cancelled in one would leave the caller's locks held. */
 
@@ -125,6 +132,42 @@ ssize_t sm_os_read_file(const char *path, char *buf, size_t size)
 		return -1;
 	buf[n] = 0;
 	return n;
+}
+
+int sm_os_open_log(const char *path)
+{
+	return (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			    0644);
+}
+
+int sm_os_dup(int fd)
+{
+	return (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 3);
+}
+
+void sm_os_yield(void)
+{
+	sched_yield();
+}
+
+uint32_t sm_os_tid(void)
+{
+	return (uint32_t)syscall(SYS_gettid);
+}
+
+uint32_t sm_os_pid(void)
+{
+	return (uint32_t)getpid();
+}
+
+bool sm_os_barrier_register(void)
+{
+	return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+void sm_os_barrier_all(void)
+{
+	syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
 }
 
 uint64_t sm_os_now_ns(void)

@@ -1,16 +1,21 @@
-/* percpu_internal.h: declarations shared by the per-CPU files (src/rseq.c, src/percpu.c,
- * src/pcpu_ref.c) and their unit tests; nothing of the malloc engine depends on them.
+/* percpu_internal.h: declarations shared by the per-CPU files (percpu.c, pcpu_ref.c, cpu.c)
+ * and their unit tests. The per-CPU part depends only on the platform layer (platform.h) and
+ * the reports (report.h); nothing of the malloc engine depends on it but fork.c's locking.
  * Invariants: the mode (rseq or fallback) is chosen once, by pcpu_setup(), before the first
  * per-CPU area exists, and never changes; cpu numbers are < pcpu_ncpus. */
 #ifndef SM_PERCPU_INTERNAL_H
 #define SM_PERCPU_INTERNAL_H
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "slubmalloc.h"
+
+#include "platform.h"
+#include "report.h"
+
+#pragma GCC visibility push(hidden)
 
 /* A per-CPU slot's value while a fallback-mode reference is closed (atomic mode): per-CPU ops
  * that find it go to the atomic count instead. A live slot cannot reach it (that would take
@@ -32,7 +37,7 @@ struct pcpu_ref_data {
 	pthread_mutex_t lock;       /* serializes mode switches, kill, resurrect of this ref */
 };
 
-/* A test-and-test-and-set lock with sched_yield for the per-CPU slow paths. */
+/* A test-and-test-and-set lock that yields the CPU, for the per-CPU slow paths. */
 static inline void pcpu_spin_lock(int *l)
 {
 	for (unsigned spins = 0;; spins++) {
@@ -42,7 +47,7 @@ static inline void pcpu_spin_lock(int *l)
 			if (spins++ < 100)
 				__asm__ __volatile__("pause" ::: "memory");
 			else
-				sched_yield();
+				sm_os_yield();
 		}
 	}
 }
@@ -50,14 +55,6 @@ static inline void pcpu_spin_unlock(int *l)
 {
 	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
-
-/* "rseq.c": the platform layer */
-extern int pcpu_ncpus;               /* possible CPUs, set by pcpu_setup() */
-void pcpu_setup(void);               /* once: CPU count, rseq/membarrier or the fallback */
-int pcpu_fallback_cpu(void);         /* sched_getcpu(), clamped to [0, pcpu_ncpus) */
-void pcpu_grace_period(void);        /* rseq mode: membarrier(PRIVATE_EXPEDITED_RSEQ) */
-void pcpu_rseq_check_thread(void);   /* rseq mode: abort if this thread has no rseq area */
-void pcpu_warn(const char *msg);     /* one line on stderr */
 
 /* "percpu.c": chunk allocator (pcpu_alloc / pcpu_free are public) */
 size_t pcpu_chunk_count(void);       /* chunks mapped now (tests) */
@@ -67,5 +64,7 @@ void pcpu_chunks_unlock(bool child);
 /* "pcpu_ref.c" */
 void pcpu_lock_all(void);            /* fork: every global per-CPU lock (src/fork.c) */
 void pcpu_unlock_all(bool child);
+
+#pragma GCC visibility pop
 
 #endif

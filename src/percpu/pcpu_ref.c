@@ -76,7 +76,6 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "internal.h"
 #include "percpu_internal.h"
 #include "rseq_x86_64.h"
 
@@ -102,8 +101,11 @@ static inline unsigned long *slots_of(unsigned long p)
 
 static void warn_once(int *done, const char *msg)
 {
-	if (!__atomic_exchange_n(done, 1, __ATOMIC_RELAXED))
-		pcpu_warn(msg);
+	if (__atomic_exchange_n(done, 1, __ATOMIC_RELAXED))
+		return;
+	sm_write(2, "slubmalloc: ");
+	sm_write(2, msg);
+	sm_write(2, "\n");
 }
 
 /* Fallback mode: slots[this cpu] += nr unless the slot is closed; false when closed. */

@@ -75,7 +75,7 @@ static inline bool cpu_has_avx2(void)
 
 /* The thread pointer: the x86-64 TLS ABI keeps its own value at %fs:0. An initial-exec TLS
  * variable sits at the same offset from it in every thread, so thread_pointer() + a stored
- * offset reaches the calling thread's copy with one load and one add (see slab->fbtp). */
+ * offset reaches the calling thread's copy with one load and one add (see slab->free_stack_off). */
 static inline char *thread_pointer(void)
 {
 	char *tp;

@@ -1,6 +1,6 @@
-/* rseq.c: the per-CPU platform layer: the number of possible CPUs, the once-made choice
- * between the rseq fastpaths and the fallback, membarrier registration and the grace period,
- * and the fallback's CPU number.
+/* rseq.c: the per-CPU half of the platform layer (platform.h): the number of possible CPUs,
+ * the once-made choice between the rseq fastpaths and the fallback, membarrier registration
+ * and the grace period, and the fallback's CPU number.
  * The choice (slub_pcpu_rseq) is made once, by pcpu_setup(), before any per-CPU area exists:
  * rseq mode needs glibc's rseq registration (__rseq_size > 0, cpu_id >= 0 in this thread) and
  * membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ) to succeed; anything else selects
@@ -10,23 +10,27 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/membarrier.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "percpu_internal.h"
+#include "slubmalloc.h"
+
+#include "platform.h"
 
 SM_EXPORT int slub_pcpu_rseq; /* read by the inline code of slubmalloc.h */
 int pcpu_ncpus = 1;
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 
-void pcpu_warn(const char *msg)
+static void warn(const char *msg)
 {
-	sm_write(2, "slubmalloc: ");
-	sm_write(2, msg);
-	sm_write(2, "\n");
+	static const char pre[] = "slubmalloc: ";
+	sm_os_write(2, pre, sizeof pre - 1);
+	sm_os_write(2, msg, strlen(msg));
+	sm_os_write(2, "\n", 1);
 }
 
 /* The highest CPU number in /sys/devices/system/cpu/possible ("0-3,8-11"), plus one; 0 if
@@ -69,7 +73,7 @@ static long membarrier(int cmd)
 static void setup(void)
 {
 	int n = possible_cpus();
-	long conf = sysconf(_SC_NPROCESSORS_CONF);
+	long conf = sysconf(_SC_NPROCESSORS_CONF); /* (reads /sys; no allocation) */
 	if (conf > n && conf < 1000000)
 		n = (int)conf;
 	pcpu_ncpus = n > 0 ? n : 1;
@@ -88,18 +92,6 @@ void pcpu_setup(void)
 	pthread_once(&setup_once, setup);
 }
 
-SM_EXPORT int pcpu_rseq_active(void)
-{
-	pcpu_setup();
-	return slub_pcpu_rseq;
-}
-
-SM_EXPORT int pcpu_nr_cpus(void)
-{
-	pcpu_setup();
-	return pcpu_ncpus;
-}
-
 /* Every thread of the process that is inside an rseq critical section when this is called
  * has it restarted, and every thread has passed a full memory barrier, before it returns. */
 void pcpu_grace_period(void)
@@ -113,7 +105,7 @@ void pcpu_grace_period(void)
 		if (errno == EPERM && tries < 3 &&
 		    membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ) == 0)
 			continue;
-		pcpu_warn("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) failed; "
+		warn("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) failed; "
 			  "a per-CPU mode switch cannot be made safe");
 		abort();
 	}
@@ -122,7 +114,7 @@ void pcpu_grace_period(void)
 void pcpu_rseq_check_thread(void)
 {
 	if (this_thread_rseq_cpu() < 0) {
-		pcpu_warn("this thread has no registered rseq area, but the per-CPU "
+		warn("this thread has no registered rseq area, but the per-CPU "
 			  "fastpaths are in rseq mode");
 		abort();
 	}
@@ -136,23 +128,4 @@ int pcpu_fallback_cpu(void)
 	if (c >= pcpu_ncpus)
 		c %= pcpu_ncpus;
 	return c;
-}
-
-SM_EXPORT int pcpu_this_cpu_slow(void)
-{
-	pcpu_setup();
-	return pcpu_fallback_cpu();
-}
-
-SM_EXPORT void pcpu_this_add_slow(long *p, long v)
-{
-	if (slub_pcpu_rseq) {
-		/* aborted section (or a migration before it): retry in rseq mode; a locked add
-		 * here could race with the owning CPU's plain adds */
-		pcpu_rseq_check_thread();
-		while (!slub_pcpu_rseq_add(p, v))
-			;
-		return;
-	}
-	__atomic_fetch_add(pcpu_ptr(p, pcpu_fallback_cpu()), v, __ATOMIC_RELAXED);
 }

@@ -1,0 +1,316 @@
+/* freelist.c: the slabs' shared freelists and the caches' partial lists. SLUB's core.
+ * The concurrency rules and the lock order of the whole engine are written here, once.
+ *
+ * THE SHARED WORD
+ *   slab->word is 16 bytes: lo is the freelist head, hi the counters.
+ *   The counters are inuse (bits 0-31) and frozen (bit 32).
+ *   The word is 16-byte aligned and changed only with cas16() (lock cmpxchg16b).
+ *   inuse counts the objects that are not on the slab's shared freelist.
+ *   While a slab is frozen, its untouched objects [carved, objects) count as in use too.
+ *   Two operations change a shared freelist lock-free, so none can suffer ABA:
+ *     push a chain (any thread):  {f, c} -> {head, c - n}, with tail->next = f  (sm_push_chain)
+ *     take it all (the owner):    {f, c} -> {NULL, frozen | objects}        (sm_slab_take_all)
+ *   The other CASes change only the counters:
+ *     freeze a partial slab (under the cache lock);
+ *     unfreeze a full slab: {NULL, frozen | objects} -> {NULL, objects};
+ *     unfreeze at thread exit (under the cache lock).
+ *
+ * SLAB STATES
+ *   The thread whose CAS makes a transition carries it out.
+ *   active (frozen): its owner thread takes its freelist into a stack; any thread pushes.
+ *   partial: on the cache's partial list; a thread that needs objects freezes it.
+ *   full: on no list; the first push makes it partial.
+ *   empty: kept on the partial list (up to EMPTY_RESERVE), else its pages are freed.
+ *   A push that changes an unfrozen slab's list state (full -> partial, anything -> empty)
+ *   takes the cache lock before its CAS, as SLUB does. So list changes happen in the order of
+ *   the CASes that decided them. Freezing from the partial list holds the lock too.
+ *
+ * WHO WRITES WHAT
+ *   struct tcache: its own thread, with plain loads and stores; no atomics on the fastpath.
+ *   Its typed-cache part also: a thread destroying that cache, once the owner is quiet
+ *   (typed.c). The orphan cache: any thread, under the orphan lock (thread.c).
+ *   Other threads' statistics read stack tops with relaxed loads, as a snapshot (stats.c).
+ *   Slot memory: a pool under the block lock (thread.c).
+ *   Slab line 0 is fixed when the slab is made. Tail pages get copies. start is written last
+ *   at creation and cleared first at release (struct slab).
+ *   Line 0's owner (every page) is written by the thread that freezes the slab. Any thread
+ *   reads it with relaxed atomics. A stale value only keeps an object or sends it to the
+ *   remote stack (class_swap).
+ *   sm_subline_shared: relaxed atomics. The second thread's setup sets it before that thread
+ *   allocates. A thread holding another's object got it later, so it sees the flag.
+ *   Line 1, past the word: carved by the freezing owner; frozen_by (head) by the freezing
+ *   thread, read relaxed. A stale frozen_by only picks the depot or the slab.
+ *   slab->word: cas16 only.
+ *   next, prev, on_partial, and the cache's partial and nr_*: under the cache lock. partial is
+ *   also peeked without it (relaxed) and checked again under it.
+ *   A region's free_mask, dirty_mask, map and list: under the page lock (region.c).
+ *   A debug cache has no stacks. Its debug_source is its own, under its dlock (debug.c).
+ *   A depot's objects count as in use for their slabs, like those in stacks (depot.c).
+ *
+ * LOCK ORDER
+ *   A thread that holds one of these locks takes only locks further on:
+ *   orphan -> typed registry -> typed table -> typed caches' locks -> block -> depots ->
+ *   each class (debug lock, then cache lock) -> page -> large -> per-CPU chunks ->
+ *   pcpu_ref's exit lock.
+ *   The orphan lock may be taken again by the thread that holds it: a typed cache's ctor may
+ *   malloc under it (thread.c). A census takes the orphan alone.
+ *   No engine lock is held while stdio runs. stdio takes its own locks and may call malloc
+ *   while it holds them.
+ *
+ * FORK (fork.c)
+ *   In a multi-threaded process, prepare takes glibc's stdio list lock, then every lock above,
+ *   in this order. The parent releases them. The child re-initialises them.
+ *   The list lock comes first. A thread may hold a FILE's lock and wait in malloc for an
+ *   engine lock, while another holds the list lock and waits for that FILE (fflush(NULL)).
+ *   glibc orders its own malloc's locks after the list lock too.
+ *   In a single-threaded process prepare takes nothing, so a signal handler may fork even
+ *   during a fork.
+ *   Not taken: the statistics' scratch locks (stats.c), which a child simply frees, and the
+ *   locks inside pcpu_counter and pcpu_ref objects, which are the program's, as its mutexes
+ *   are.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+void sm_lock_slow(sm_lock_t *l)
+{
+	for (unsigned spins = 0;; spins++) {
+		while (__atomic_load_n(&l->locked, __ATOMIC_RELAXED)) {
+			if (spins++ < 64)
+				cpu_relax();
+			else
+				sm_os_yield();
+		}
+		if (!__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE))
+			return;
+	}
+}
+
+static inline dword_t word_read(struct slab *s)
+{
+	dword_t w;
+	w.lo = __atomic_load_n(&s->word.lo, __ATOMIC_RELAXED);
+	w.hi = __atomic_load_n(&s->word.hi, __ATOMIC_RELAXED);
+	return w; /* may be torn: every user validates it with cas16 */
+}
+
+/* ---- partial list: circular, partially used slabs at the head, empty ones at the tail ---- */
+static void partial_add(struct cache *c, struct slab *s, bool at_tail)
+{
+	struct slab *h = c->partial;
+	if (!h) {
+		s->next = s->prev = s;
+		__atomic_store_n(&c->partial, s, __ATOMIC_RELAXED);
+	} else {
+		s->next = h;
+		s->prev = h->prev;
+		h->prev->next = s;
+		h->prev = s;
+		if (!at_tail)
+			__atomic_store_n(&c->partial, s, __ATOMIC_RELAXED);
+	}
+	s->on_partial = 1;
+	c->nr_partial++;
+}
+
+static void partial_remove(struct cache *c, struct slab *s)
+{
+	if (s->next == s) {
+		__atomic_store_n(&c->partial, NULL, __ATOMIC_RELAXED);
+	} else {
+		s->prev->next = s->next;
+		s->next->prev = s->prev;
+		if (c->partial == s)
+			__atomic_store_n(&c->partial, s->next, __ATOMIC_RELAXED);
+	}
+	s->on_partial = 0;
+	c->nr_partial--;
+}
+
+/* An unfrozen slab just reached inuse == 0 (cache lock held). Keep it as a reserve, or unlist
+ * it and return true: the caller frees its pages after dropping the lock. */
+static bool slab_became_empty(struct cache *c, struct slab *s)
+{
+	if (c->nr_empty < sm_opt.min_partial && !c->dead) { /* a destroyed cache keeps none */
+		if (s->on_partial)
+			partial_remove(c, s);
+		partial_add(c, s, true);
+		c->nr_empty++;
+		return false;
+	}
+	if (s->on_partial)
+		partial_remove(c, s);
+	return true;
+}
+
+static void slab_release(struct cache *c, struct slab *s)
+{
+	sm_count(c, EV_SLAB_FREE, 1);
+	sm_pages_free(s);
+	if (__atomic_sub_fetch(&c->nr_slabs, 1, __ATOMIC_ACQ_REL) == 0 && c->cls == NCLASS)
+		sm_typed_gone(c);
+}
+
+/* Free every empty slab c keeps on its partial list (kmem_cache_shrink). */
+void sm_cache_shrink(struct cache *c)
+{
+	for (;;) {
+		sm_lock(&c->lock);
+		struct slab *s = c->partial;
+		for (uint32_t i = 0; s && i < c->nr_partial; i++, s = s->next)
+			if (SLAB_INUSE(s->word.hi) == 0)
+				break;
+		if (!s || SLAB_INUSE(s->word.hi) != 0) {
+			sm_unlock(&c->lock);
+			return;
+		}
+		/* empty and unfrozen: nobody holds one of its objects, so nobody frees into it */
+		partial_remove(c, s);
+		c->nr_empty--;
+		sm_unlock(&c->lock);
+		slab_release(c, s);
+	}
+}
+
+/* Push the chain head..tail (n objects of s, linked with fp_set) onto s's shared freelist. */
+void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n)
+{
+	struct cache *c = s->cache;
+	bool locked = false, was_full, frozen;
+	dword_t old = word_read(s), new;
+	for (;;) {
+		uint32_t inuse = SLAB_INUSE(old.hi);
+		if (unlikely(inuse < n))
+			sm_fatal_in("double free (its slab has fewer objects in use than freed)",
+				    head, c);
+		fp_set(tail, (void *)old.lo, c->fpoff);
+		new.lo = (uintptr_t)head;
+		new.hi = old.hi - n;
+		frozen = old.hi & SLAB_FROZEN;
+		was_full = inuse == s->objects;
+		if (!frozen && (was_full || inuse == n) && !locked) {
+			sm_lock(&c->lock);
+			locked = true;
+			old = word_read(s);
+			continue;
+		}
+		if (cas16(&s->word, &old, new))
+			break;
+		sm_count(c, EV_CAS_RETRY, 1);
+	}
+	if (!locked)
+		return;
+	bool release = false;
+	if (!frozen) {
+		if (SLAB_INUSE(new.hi) == 0)
+			release = slab_became_empty(c, s);
+		else if (was_full)
+			partial_add(c, s, false);
+	}
+	sm_unlock(&c->lock);
+	if (release)
+		slab_release(c, s);
+}
+
+void sm_free_to_slab(struct slab *s, void *obj)
+{
+	sm_push_chain(s, obj, obj, 1);
+}
+
+/* The owner takes the whole shared freelist of its frozen slab s. */
+void *sm_slab_take_all(struct slab *s, uint32_t *n)
+{
+	dword_t old = word_read(s), new;
+	for (;;) {
+		if (!old.lo)
+			return NULL;
+		new.lo = 0;
+		new.hi = SLAB_FROZEN | s->objects;
+		if (cas16(&s->word, &old, new))
+			break;
+		sm_count(s->cache, EV_CAS_RETRY, 1);
+	}
+	*n = s->objects - SLAB_INUSE(old.hi);
+	return (void *)old.lo;
+}
+
+/* Unfreeze the owner's exhausted slab (nothing shared, nothing untouched): it becomes full and
+ * unlisted. False when a remote free got in first (take it instead). */
+bool sm_slab_unfreeze_full(struct slab *s)
+{
+	dword_t old = {.lo = 0, .hi = SLAB_FROZEN | s->objects};
+	dword_t new = {.lo = 0, .hi = s->objects};
+	return cas16(&s->word, &old, new);
+}
+
+/* Take a slab off the partial list and freeze it: its shared freelist becomes *head. */
+struct slab *sm_slab_freeze_partial(struct cache *c, void **head, uint32_t *n)
+{
+	if (!__atomic_load_n(&c->partial, __ATOMIC_RELAXED))
+		return NULL;
+	sm_lock(&c->lock);
+	struct slab *s = c->partial;
+	if (!s) {
+		sm_unlock(&c->lock);
+		return NULL;
+	}
+	partial_remove(c, s);
+	dword_t old = word_read(s), new;
+	do {
+		new.lo = 0;
+		new.hi = SLAB_FROZEN | s->objects;
+	} while (!cas16(&s->word, &old, new));
+	if (SLAB_INUSE(old.hi) == 0)
+		c->nr_empty--;
+	sm_unlock(&c->lock);
+	*head = (void *)old.lo;
+	*n = s->carved - SLAB_INUSE(old.hi);
+	return s;
+}
+
+/* Hand the active slab back at thread exit: unfreeze it; it goes where its state says. */
+void sm_slab_unfreeze(struct slab *s)
+{
+	struct cache *c = s->cache;
+	uint32_t untouched = s->objects - s->carved;
+	sm_lock(&c->lock);
+	dword_t old = word_read(s), new;
+	do {
+		new.lo = old.lo;
+		new.hi = (old.hi & ~SLAB_FROZEN) - untouched;
+	} while (!cas16(&s->word, &old, new));
+	bool release = false;
+	if (SLAB_INUSE(new.hi) == 0)
+		release = slab_became_empty(c, s);
+	else if (new.lo || untouched)
+		partial_add(c, s, false);
+	sm_unlock(&c->lock);
+	if (release)
+		slab_release(c, s);
+}
+
+/* A free pointer read from an object of s was neither NULL nor an object of s. */
+SM_COLD SM_NORETURN void sm_bad_link(const struct slab *s, uintptr_t obj)
+{
+	sm_fatal_in("corrupted freelist link (written after free?)", (void *)obj, s->cache);
+}
+
+void sm_caches_lock_all(void)
+{
+	sm_depot_lock_all();
+	for (unsigned i = 0; i < NCLASS; i++) {
+		sm_lock(&sm_g.caches[i].dlock);
+		sm_lock(&sm_g.caches[i].lock);
+	}
+}
+
+void sm_caches_unlock_all(bool reinit)
+{
+	(void)reinit; /* the child's lock words are plain ints: unlocking is re-initialising */
+	for (unsigned i = 0; i < NCLASS; i++) {
+		sm_unlock(&sm_g.caches[i].lock);
+		sm_unlock(&sm_g.caches[i].dlock);
+	}
+	sm_depot_unlock_all();
+}

@@ -1,0 +1,65 @@
+/* platform.h: the platform layer's contract. Everything the engine and the per-CPU code need
+ * from the compiler, the CPU and the kernel is declared here, and nowhere else.
+ * The CPU part is inline, in arch_x86_64.h (the 16-byte CAS, the thread pointer, CPU features).
+ * The OS part lives in os.c and rseq.c, the only files that make system calls.
+ * Contract of the OS calls:
+ *   - none allocates, takes a lock or is a cancellation point (raw system calls where libc's
+ *     wrapper is one);
+ *   - a call that fails returns NULL, false or -1, with errno as the kernel set it;
+ *   - sizes are multiples of the OS page and addresses are page-aligned, unless a call says
+ *     otherwise. */
+#ifndef SM_PLATFORM_H
+#define SM_PLATFORM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "arch_x86_64.h"
+
+/* ---- the compiler ---- */
+#define SM_EXPORT __attribute__((visibility("default")))
+#define SM_COLD __attribute__((noinline, cold))
+#define SM_NORETURN __attribute__((noreturn))
+#define TLS_IE __attribute__((tls_model("initial-exec")))
+
+#pragma GCC visibility push(hidden)
+
+/* ---- memory (os.c) ---- */
+void *sm_os_map(size_t size);                       /* zeroed, read-write */
+void *sm_os_map_aligned(size_t size, size_t align); /* align: a power of two >= the page */
+void sm_os_unmap(void *p, size_t size);
+void sm_os_purge(void *p, size_t size);             /* the pages go back; the range stays */
+void *sm_os_remap(void *p, size_t old, size_t size); /* may move; the pages move along */
+void sm_os_hugepages(void *p, size_t size, bool on);  /* allow or refuse transparent huge pages */
+size_t sm_os_page_size(void);
+
+/* ---- files and messages (os.c) ---- */
+bool sm_os_write(int fd, const void *buf, size_t n);              /* all of it, or false */
+ssize_t sm_os_read_file(const char *path, char *buf, size_t size); /* small files; NUL-ended */
+int sm_os_open_log(const char *path);  /* for writing, created or truncated, close-on-exec */
+int sm_os_dup(int fd);                 /* a close-on-exec copy, numbered 3 or more */
+
+/* ---- threads and time (os.c) ---- */
+void sm_os_yield(void);
+uint32_t sm_os_tid(void);
+uint32_t sm_os_pid(void);
+uint64_t sm_os_now_ns(void);           /* monotonic, coarse */
+void sm_os_random(void *buf, size_t n); /* not for cryptography: hardening keys */
+/* membarrier(PRIVATE_EXPEDITED): the first call registers and says whether it works; then each
+ * sm_os_barrier_all() runs a full barrier on every running thread of the process. */
+bool sm_os_barrier_register(void);
+void sm_os_barrier_all(void);
+
+/* ---- rseq and the CPU number, for the per-CPU code (rseq.c) ---- */
+extern int pcpu_ncpus;               /* possible CPUs, set by pcpu_setup() */
+void pcpu_setup(void);               /* once: CPU count, then rseq with membarrier, or the
+				      * fallback */
+int pcpu_fallback_cpu(void);         /* sched_getcpu(), within [0, pcpu_ncpus) */
+void pcpu_grace_period(void);        /* rseq mode: membarrier(PRIVATE_EXPEDITED_RSEQ) */
+void pcpu_rseq_check_thread(void);   /* rseq mode: abort if this thread has no rseq area */
+
+#pragma GCC visibility pop
+
+#endif

@@ -1,0 +1,18 @@
+/* report.h: messages and fatal reports written with write(2), without allocating (report.c).
+ * The engine and the per-CPU code share it; it depends only on the platform layer. */
+#ifndef SM_REPORT_H
+#define SM_REPORT_H
+
+#include <stdint.h>
+
+#include "platform.h"
+
+#pragma GCC visibility push(hidden)
+void sm_write(int fd, const char *s);   /* errno kept */
+void sm_write_num(int fd, uint64_t v, int base);
+void sm_write_num_pad(int fd, uint64_t v, int base, int width);
+/* "slubmalloc: WHAT at P (DETAIL)" on stderr, then abort(). */
+SM_NORETURN void sm_fatal(const char *what, const void *p, const char *detail);
+#pragma GCC visibility pop
+
+#endif

@@ -1,0 +1,444 @@
+/* tcache.c: the thread caches' slow paths: refill, flush, and the stacks' growth.
+ *
+ *   thread (TLS, struct tcache)         cache (one per size class)     slab
+ *   alloc_stack[c]: slots[0..top)       lock                           start, size, objects
+ *   free_stack[c] (frees)               partial <-> slab <-> slab      carved (owner only)
+ *   remote_stack[c] (others' sub-line objects)
+ *   source[c].spill -> o -> o (an encoded chain of source[c].nspill objects)
+ *   source[c].active ---------------------------------------------> word = {freelist, counters}
+ *
+ * A thread keeps two stacks of objects per size class c.
+ * malloc pops the allocation stack alloc_stack[c]. free pushes the free stack free_stack[c].
+ * Each holds objects of any slabs of c, at most cap of them.
+ * The stacks grow to cap_grown once free_stack[c] has overflowed or c has refilled twice.
+ * They grow to cap_burst, in arrays of their own (tc->burst[c]), once free_stack[c] overflows
+ * again with only objects of the thread's own slabs, in runs of a page.
+ * They stay grown until malloc_trim.
+ * When alloc_stack[c] runs dry, the two stacks swap (class_swap).
+ * When free_stack[c] fills, they swap if alloc_stack[c] is empty. Else they grow. Else the
+ * older half of free_stack[c] goes back to its slabs, grouped by slab (sm_flush).
+ * In classes below a cache line, once a second thread has a cache, each swap first moves the
+ * objects of slabs another thread froze last to remote_stack[c]. They go back to their slabs
+ * when it fills. So a thread never reuses a small object next to ones another thread writes
+ * (no passive false sharing).
+ * Objects in a stack or a spill chain count as in use for their slabs.
+ * When both stacks are empty, alloc_stack[c] is refilled from the active slab: its spill
+ * chain, its shared freelist (take-all), then its untouched objects (carve).
+ * A slab whose freelist holds every object it handed out starts over: the chain is dropped
+ * unread and the objects are carved again, in address order.
+ * The rules for the shared words these paths change are at the top of freelist.c.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+/* Move up to n objects of a spill chain (objects of the active slab) to out[]; returns how
+ * many. checked_next's checks, with the slab's fields in registers: each step's chain of
+ * dependent work is the load of the link and one xor (the key, secret ^ swab(slot), comes
+ * from the object's address alone). */
+static uint32_t take_spill(struct cache *c, struct source *source, void **out, uint32_t n)
+{
+	const struct slab *s = source->active;
+	uintptr_t o = (uintptr_t)source->spill, start = (uintptr_t)s->start, secret = sm_g.secret;
+	uint64_t span = (uint64_t)s->objects * s->size, inverse = s->inverse, bad_q_bits = s->bad_q_bits;
+	uint32_t fpoff = c->fpoff, k = 0;
+	for (; o && k < n; k++) {
+		out[k] = (void *)o;
+		uintptr_t slot = o + fpoff, key = secret ^ __builtin_bswap64(slot);
+		uintptr_t next = *(const uintptr_t *)slot ^ key;
+		if (unlikely(link_bad(next, start, span, inverse, bad_q_bits)))
+			sm_bad_link(s, o);
+		o = next;
+	}
+	source->spill = (void *)o;
+	source->nspill -= k;
+	return k;
+}
+
+/* The owner has just taken s's whole freelist into source's spill (take-all or freeze). When
+ * that is every object s has handed out since it was made (none is in a stack or in use), s
+ * starts over as a new slab: the chain is dropped unread and the objects are carved again, in
+ * address order, with no link to load (a burst of frees and mallocs larger than the thread
+ * stacks otherwise walks the chain at the latency of a cache miss per object). Not for caches
+ * with a ctor (an object is constructed once, when first carved) or debug caches (every link
+ * they follow is checked). */
+static void restart_if_all_free(const struct cache *c, struct slab *s, struct source *source)
+{
+	if (source->nspill != s->carved || c->ctor || c->debug)
+		return;
+	source->spill = NULL;
+	source->nspill = 0;
+	s->carved = 0;
+}
+
+/* ---- other threads' sub-line objects (class_swap, internal.h) ---- */
+int sm_subline_shared; /* set when a second thread gets a cache (sm_thread_setup) */
+
+/* f (a sub-line free_stack, f->key the thread's id) is about to become malloc's stack: its objects
+ * of slabs another thread froze last go to the remote_stack (sent back to their slabs when it is
+ * full or closed), the others keep their order. */
+void sm_sort_foreign(struct stack *f)
+{
+	struct stack *r = f + (offsetof(struct tcache, remote_stack) -
+			       offsetof(struct tcache, free_stack)) /
+				    sizeof(struct stack);
+	void **keep = f->slots;
+	uintptr_t page = 1; /* the last object's page (1: none yet) and whether it is ours */
+	bool ours = false;
+	for (void **o = f->slots; o != f->top; o++) {
+		uintptr_t a = (uintptr_t)*o;
+		if ((a ^ page) >> SPAGE_SHIFT) { /* one slab's objects often come in a row */
+			page = a;
+			ours = __atomic_load_n(&page_desc(a)->subline_owner, __ATOMIC_RELAXED) == f->key;
+		}
+		if (ours) {
+			*keep++ = *o;
+			continue;
+		}
+		if (r->top == r->lim) { /* full (or closed: SLUBMALLOC_STATS=1) */
+			sm_free_array(r->slots, stack_count(r));
+			r->top = r->slots;
+			if (r->top == r->lim) {
+				sm_free_array(o, 1);
+				continue;
+			}
+		}
+		*r->top++ = *o;
+	}
+	f->top = keep;
+}
+
+/* Put between 1 and want objects of c into out[], from one source, in this order: the spill
+ * chain, the active slab's shared freelist (take-all; or, when that is every object the slab
+ * handed out, the slab starts over), its untouched objects (carve, running the ctor on them),
+ * a partial slab (which may start over too), a new slab. Returns how many; 0 only when memory is
+ * exhausted (ENOMEM). source is the calling thread's for c, owner its id: a slab it
+ * freezes records it (for objects smaller than a cache line; see class_swap). */
+uint32_t sm_fill(struct cache *c, uint16_t owner, struct source *source, void **out, uint32_t want)
+{
+	uint32_t n;
+	for (;;) {
+		if (source->spill)
+			return take_spill(c, source, out, want);
+		struct slab *s = source->active;
+		if (s) {
+			if ((source->spill = sm_slab_take_all(s, &n))) {
+				source->nspill = n;
+				sm_count(c, EV_REFILL_TAKEALL, 1);
+				restart_if_all_free(c, s, source);
+				continue;
+			}
+			if ((n = sm_slab_carve(s, out, want))) {
+				if (c->ctor)
+					for (uint32_t i = 0; i < n; i++)
+						c->ctor(out[i]);
+				return n;
+			}
+			if (!sm_slab_unfreeze_full(s))
+				continue;
+			source->active = NULL;
+		}
+		s = sm_slab_freeze_partial(c, &source->spill, &n);
+		source->nspill = s ? n : 0;
+		if (s)
+			restart_if_all_free(c, s, source);
+		if (!s && !(s = sm_slab_new(c)))
+			return 0;
+		for (unsigned i = 0; i < s->pages; i++)
+			__atomic_store_n(&s[i].subline_owner, (uint16_t)(c->size < 64 ? owner : 0), __ATOMIC_RELAXED);
+		__atomic_store_n(&s->frozen_by, owner, __ATOMIC_RELAXED);
+		source->active = s;
+	}
+}
+
+/* The thread's stack for cls and its free stack are empty (the caller tried class_swap; the
+ * orphan's frees never reach its free stack): fill half of the stack. One object for the
+ * caller, or NULL. */
+void *sm_refill(struct tcache *tc, unsigned cls)
+{
+	if (unlikely(tc->trim_gen != __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED)))
+		sm_trim_self(tc);
+	struct stack *b = &tc->alloc_stack[cls];
+	struct cache *c = &sm_g.caches[cls];
+	if (++tc->source[cls].refills == 2 && stack_cap(b) == c->cap) /* not the first use: a
+								     * producer; larger refills */
+		sm_stacks_resize(tc, cls, c->cap_grown);
+	uint32_t want = stack_cap(b) / 2 ? stack_cap(b) / 2 : 1, got = 0;
+	if (!tc->source[cls].spill) /* another thread's full stack first: no links to follow */
+		got = sm_depot_take(cls, b->slots, want);
+	if (!got)
+		got = sm_fill(c, tc->id, &tc->source[cls], b->slots, want);
+	b->top = b->slots + got;
+	if (!got)
+		return NULL;
+	sm_count(c, EV_ALLOC_SLOW, 1);
+	return *--b->top;
+}
+
+/* n objects of c into out[]: runs from the top of the stack b, then refills (straight into out[]
+ * when more than a stack's worth is left). Returns how many it got: n, or fewer when memory ran
+ * out (the caller gives those back). source is the thread's for c, as b is. */
+size_t sm_take_n(struct cache *c, uint16_t owner, struct stack *b, struct stack *f,
+		 struct source *source,
+		 void **out, size_t n)
+{
+	size_t got = 0;
+	for (;;) {
+		uint32_t have = stack_count(b), k = have < n - got ? have : (uint32_t)(n - got);
+		b->top -= k;
+		sm_copy_ptrs(out + got, b->top, k);
+		if ((got += k) == n)
+			return n;
+		if (f && class_swap(b, f)) /* the free stack's objects next (typed: key 0) */
+			continue;
+		uint32_t cap = stack_cap(b);
+		if (n - got < cap) { /* refill the stack by half and go round */
+			b->top = b->slots + sm_fill(c, owner, source, b->slots, cap / 2 ? cap / 2 : 1);
+			if (b->top == b->slots)
+				return got;
+			continue;
+		}
+		size_t want = n - got < UINT32_MAX ? n - got : UINT32_MAX;
+		uint32_t f = sm_fill(c, owner, source, out + got, (uint32_t)want);
+		if (!f)
+			return got;
+		if ((got += f) == n)
+			return n;
+	}
+}
+
+/* A group of objects of one slab, chained, on its way back (the detached freelist). */
+struct group {
+	struct slab *s;
+	void *head, *tail;
+	uint32_t n;
+};
+
+/* Open groups while objects are sorted by slab (the kernel's detached freelist): FLUSH_GROUPS
+ * groups, direct-mapped by slab, so frees in any order gather each slab's objects into one
+ * push; a slab that finds its place taken pushes the group there first. used: the open
+ * groups, one bit each. */
+struct detached {
+	struct group g[FLUSH_GROUPS];
+	uint32_t used;
+};
+_Static_assert(FLUSH_GROUPS <= 32 && !(FLUSH_GROUPS & (FLUSH_GROUPS - 1)),
+	       "one bit of used per group, a mask for the index");
+
+static void detached_push(struct detached *d)
+{
+	for (uint32_t m = d->used; m; m &= m - 1) {
+		struct group *g = &d->g[__builtin_ctz(m)];
+		sm_push_chain(g->s, g->head, g->tail, g->n);
+	}
+	d->used = 0;
+}
+
+/* The group of slab s (a descriptor, 128-byte aligned: page and region bits mixed). */
+static inline struct group *detached_group(struct detached *d, struct slab *s)
+{
+	uintptr_t a = (uintptr_t)s;
+	unsigned i = (unsigned)((a >> 7) ^ (a >> REGION_SHIFT)) & (FLUSH_GROUPS - 1);
+	struct group *g = &d->g[i];
+	if (!(d->used >> i & 1) || g->s != s) {
+		if (d->used >> i & 1)
+			sm_push_chain(g->s, g->head, g->tail, g->n);
+		*g = (struct group){.s = s, .head = NULL, .tail = NULL, .n = 0};
+		d->used |= 1u << i;
+	}
+	return g;
+}
+
+static inline void detached_add(struct detached *d, void *o)
+{
+	struct slab *s = slab_of((uintptr_t)o);
+	struct group *g = detached_group(d, s);
+	fp_set(o, g->head, s->cache->fpoff);
+	if (!g->head)
+		g->tail = o;
+	g->head = o;
+	g->n++;
+}
+
+/* Return a chain of objects (free pointers at fpoff) to their slabs: one push per slab. */
+void sm_free_chain(void *o, uint32_t fpoff)
+{
+	struct detached d;
+	d.used = 0;
+	while (o) {
+		void *next = checked_next(slab_of((uintptr_t)o), o, fpoff);
+		detached_add(&d, o);
+		o = next;
+	}
+	detached_push(&d);
+}
+
+/* The pointers of an array in a row that share a page (so a slab) are chained first, the
+ * chain's head in a register (sm_g.secret too: fp_set's encoding, inline), and the chain
+ * joins its slab's group in one step. */
+void sm_free_array(void **v, size_t n)
+{
+	struct detached d;
+	d.used = 0;
+	uintptr_t secret = sm_g.secret;
+	for (void **at = v, **end = v + n; at < end;) {
+		/* the links go into objects long freed, most of them out of the cache by now */
+		if (at + FLUSH_PREFETCH < end)
+			__builtin_prefetch(at[FLUSH_PREFETCH], 1);
+		uintptr_t first = (uintptr_t)*at++;
+		if (!first)
+			continue;
+		struct slab *s = slab_of(first);
+		uint32_t fpoff = s->cache->fpoff;
+		uintptr_t head = first, a;
+		void **run = at - 1;
+		/* the run: the next pointers in first's page (a NULL is in none of ours) */
+		for (; at < end && !(((a = (uintptr_t)*at) ^ first) >> SPAGE_SHIFT); at++) {
+			uintptr_t slot = a + fpoff;
+			*(uintptr_t *)slot = head ^ secret ^ __builtin_bswap64(slot);
+			head = a;
+		}
+		uint32_t k = (uint32_t)(at - run);
+		struct group *g = detached_group(&d, s);
+		fp_set((void *)first, g->head, fpoff); /* the run's tail, before the group's chain */
+		if (!g->head)
+			g->tail = (void *)first;
+		g->head = (void *)head;
+		g->n += k;
+	}
+	detached_push(&d);
+}
+
+/* Both stacks of cls get the room of cap slots (their arrays have cap_grown, or cap_burst once
+ * tc->burst[cls] holds them). */
+void sm_stacks_resize(struct tcache *tc, unsigned cls, uint32_t cap)
+{
+	tc->alloc_stack[cls].lim = tc->alloc_stack[cls].slots + cap;
+	tc->free_stack[cls].lim = tc->free_stack[cls].slots + cap;
+}
+
+/* The bytes of objects burst stacks of cls hold at most. */
+static uint64_t burst_objects(unsigned cls)
+{
+	return (uint64_t)sm_g.caches[cls].cap_burst * sm_g.caches[cls].size;
+}
+
+/* The bytes of objects the thread's burst stacks, all classes with arrays, hold at most. */
+uint64_t sm_burst_held(const struct tcache *tc)
+{
+	uint64_t held = 0;
+	for (unsigned i = 0; i < NCLASS; i++)
+		if (tc->burst[i])
+			held += burst_objects(i);
+	return held;
+}
+
+/* The two stacks of cls in arrays of cap_burst slots, mapped on the first call (the thread's
+ * block keeps the room of cap_grown only: most classes never burst, and a larger block would
+ * spread every thread's used slots over more pages); false when no memory is left, or when
+ * they would take the thread's burst stacks past TCACHE_BURST_BUDGET. */
+static bool burst_stacks(struct tcache *tc, unsigned cls)
+{
+	if (tc->burst[cls])
+		return true;
+	uint32_t cap = sm_g.caches[cls].cap_burst;
+	if (sm_burst_held(tc) + burst_objects(cls) > TCACHE_BURST_BUDGET)
+		return false;
+	void **v = sm_os_map(burst_bytes(cls)); /* zeroed: both NULL guards */
+	if (!v)
+		return false;
+	struct stack *b[2] = {&tc->alloc_stack[cls], &tc->free_stack[cls]};
+	for (int k = 0; k < 2; k++) {
+		void **slots = v + 1 + k * (cap + 1);
+		uint32_t n = stack_count(b[k]);
+		memcpy(slots, b[k]->slots, n * sizeof(void *));
+		b[k]->slots = slots;
+		b[k]->top = slots + n;
+	}
+	tc->burst[cls] = v;
+	return true;
+}
+
+/* Objects of slabs another thread froze, from a flush: in classes of a cache line or more to
+ * the depot, for a thread that allocates them; below a line (which class_swap keeps from
+ * being reused here) and when the depot is full, back to their slabs. */
+#define OTHERS_CHUNK 512
+static void others_back(unsigned cls, void **o, uint32_t k)
+{
+	if (sm_g.caches[cls].size < 64 || !sm_depot_put(cls, o, k))
+		sm_free_array(o, k);
+}
+
+/* The free stack of cls is full: if malloc's stack is empty, they swap; if the class has not
+ * grown yet, both stacks grow to cap_grown; if they have, and the older half holds only
+ * objects of this thread's own slabs, in runs of a page (bursts of its own objects), to
+ * cap_burst; else the older half goes back to the slabs. */
+void sm_flush(struct tcache *tc, unsigned cls)
+{
+	if (unlikely(tc->trim_gen != __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED))) {
+		sm_trim_self(tc); /* drains this stack too */
+		return;
+	}
+	struct stack *b = &tc->free_stack[cls];
+	if (tc->alloc_stack[cls].top == tc->alloc_stack[cls].slots) { /* malloc's stack is empty: these
+							      * objects become it */
+		class_swap(&tc->alloc_stack[cls], b);
+		return;
+	}
+	uint32_t count = stack_count(b), n = count / 2 ? count / 2 : count;
+	if (count < sm_g.caches[cls].cap_grown) {
+		sm_stacks_resize(tc, cls, sm_g.caches[cls].cap_grown);
+		return;
+	}
+	/* the older half: this thread's own objects back to their slabs, to be taken again;
+	 * those of slabs another thread froze through others[] (others_back) */
+	void *others[OTHERS_CHUNK];
+	uint32_t k = 0, own = 0, runs = 0, foreign = 0;
+	uintptr_t page = 1; /* the last object's page (1: none yet) and whether it is ours */
+	bool mine = false;
+	for (uint32_t i = 0; i < n; i++) {
+		void *o = b->slots[i];
+		if (((uintptr_t)o ^ page) >> SPAGE_SHIFT) { /* a slab's objects come in runs */
+			runs++;
+			page = (uintptr_t)o;
+			mine = __atomic_load_n(&slab_of(page)->frozen_by, __ATOMIC_RELAXED) == tc->id;
+		}
+		if (mine) {
+			b->slots[own++] = o;
+		} else {
+			others[k++] = o;
+			if (k == OTHERS_CHUNK) {
+				others_back(cls, others, k);
+				foreign += k;
+				k = 0;
+			}
+		}
+	}
+	/* all own (and in place), in runs of 4 or more of a page: a burst, whose objects a
+	 * few slabs hold, not frees in random order, which would leave a cached object in
+	 * every other slab and keep the slabs from emptying */
+	if (!foreign && !k && runs * 4 <= n && count < sm_g.caches[cls].cap_burst &&
+	    burst_stacks(tc, cls)) {
+		sm_stacks_resize(tc, cls, sm_g.caches[cls].cap_burst);
+		return;
+	}
+	if (k)
+		others_back(cls, others, k);
+	sm_free_array(b->slots, own);
+	memmove(b->slots, b->slots + n, (count - n) * sizeof(void *));
+	b->top -= n;
+}
+
+/* Return a stack's objects, its spill chain and its active slab (unfrozen) to the slabs. */
+void sm_drop(struct stack *b, struct source *source, uint32_t fpoff)
+{
+	sm_free_array(b->slots, stack_count(b));
+	b->top = b->slots;
+	sm_free_chain(source->spill, fpoff);
+	source->spill = NULL;
+	source->nspill = 0;
+	if (source->active)
+		sm_slab_unfreeze(source->active);
+	source->active = NULL;
+}
+

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""layers.py: the source tree's layers depend only downward (tests/run.sh runs it).
+
+  preload/ (the libc and C++ names) -> src/ (the engine) -> src/percpu/ -> src/report.c
+  -> src/platform/ (the only files that call the OS)
+
+Fails, naming the file and the line, when:
+  - a file under src/ includes a file of preload/, or calls a function defined there;
+  - a file outside src/platform/ calls the OS directly (mmap, syscall, sched_yield, open, ...);
+  - a file of src/percpu/ or src/platform/ includes the engine's internal.h;
+  - a file under src/ has more than 700 lines.
+Comments and string literals are ignored. Usage: tests/layers.py [ROOT]
+"""
+import os
+import re
+import sys
+
+ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
+MAX_LINES = 700
+OS_CALLS = ["mmap", "munmap", "madvise", "mremap", "mprotect", "syscall", "sched_yield",
+            "sched_getcpu", "open", "openat", "fcntl", "read", "write", "close", "sysconf",
+            "getauxval", "clock_gettime", "gettid", "getpid", "getrandom", "membarrier",
+            "prctl"]
+
+
+def strip(text):
+    """The text with comments and string and character literals blanked, lines kept."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            out.append(c + re.sub(r"[^\n]", " ", text[i + 1:j]) + c)
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def files(top, exts=(".c", ".h")):
+    for d, _, names in os.walk(os.path.join(ROOT, top)):
+        for name in sorted(names):
+            if name.endswith(exts):
+                yield os.path.join(d, name)
+
+
+def rel(path):
+    return os.path.relpath(path, ROOT)
+
+
+def preload_names():
+    """Functions defined in preload/: exported names and the C++ shims' function names."""
+    names = set()
+    for path in files("preload"):
+        text = strip(open(path).read())
+        names.update(re.findall(r"^SM_EXPORT\b[^(;]*?\b(\w+)\s*\(", text, re.M))
+        names.update(re.findall(r"^(?:NEW|DELETE)\s*\(\s*(\w+)\s*,", text, re.M))
+        names.update(re.findall(r"^static\b[^(;=]*?\b(\w+)\s*\([^;]*\)\s*\{", text, re.M))
+    return names
+
+
+def main():
+    bad = []
+    defined = preload_names()
+    calls = re.compile(r"(?<![\w.>])(%s)\s*\(" % "|".join(sorted(defined))) if defined else None
+    os_calls = re.compile(r"(?<![\w.>])(%s)\s*\(" % "|".join(OS_CALLS))
+    for path in files("src"):
+        r = rel(path)
+        raw = open(path).read()
+        lines = raw.count("\n")
+        if lines > MAX_LINES:
+            bad.append("%s: %d lines (at most %d)" % (r, lines, MAX_LINES))
+        text = strip(raw)
+        for no, line in enumerate(text.split("\n"), 1):
+            inc = re.match(r'\s*#\s*include\s*[<"]([^>"]+)[>"]', raw.split("\n")[no - 1])
+            if inc:
+                name = inc.group(1)
+                target = os.path.basename(name)
+                if "preload/" in name or os.path.exists(os.path.join(ROOT, "preload", target)):
+                    bad.append("%s:%d: includes %s, a file of preload/" % (r, no, name))
+                if target == "internal.h" and (r.startswith("src/percpu/") or
+                                               r.startswith("src/platform/")):
+                    bad.append("%s:%d: includes the engine's internal.h (the engine is a layer above)" %
+                               (r, no))
+                continue
+            if re.match(r"\s*#\s*define\b", line):
+                continue
+            if calls:
+                for m in calls.finditer(line):
+                    bad.append("%s:%d: calls %s(), defined in preload/" % (r, no, m.group(1)))
+            if not r.startswith("src/platform/"):
+                for m in os_calls.finditer(line):
+                    bad.append("%s:%d: calls the OS (%s) outside src/platform/" %
+                               (r, no, m.group(1)))
+    for b in bad:
+        print("layers: " + b)
+    print("layers: %d preload functions checked, %d problems" % (len(defined), len(bad)))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
