@@ -1,16 +1,20 @@
 /* bulk.c: malloc_bulk and free_bulk, after the kernel's kmem_cache_alloc_bulk/free_bulk.
- * Allocation: one object as malloc takes it; when the thread's stack holds n objects, one copy
- * of its top n pointers and one store of its top (no per-object branch); otherwise whole runs
- * from the stack, then straight from the slab sources (spill chain, take-all, carving) into the
- * caller's array: never n trips through malloc. Free: a run of pointers into one slab is
- * checked against that slab's descriptor, read once per run, and pushed onto the thread's free
- * stack (free_stack) with one store of its top (bulk_runs.h: the checks, scalar or four at a time
- * with AVX2; the whole array as one run is tried first); a pointer that fails a check, or
- * finds the free stack full, takes free()'s slow path (report, or flush of the older half
- * grouped by slab, one cmpxchg16b per slab). One pointer takes free()'s fastpath, two or three
- * one scalar run. The AVX2 variants are chosen per call (sm_vec_min: the CPU has it and
- * SLUBMALLOC_AVX2 is not 0). All or nothing: when memory runs out, everything taken is given
- * back and malloc_bulk returns 0 with errno ENOMEM. */
+ * Allocation of one object is malloc's.
+ * When the thread's stack holds n objects, they are one copy of its top n pointers and one store
+ * of its top, with no branch per object.
+ * Otherwise whole runs come from the stack, then straight from the slab sources (spill chain,
+ * take-all, carving) into the caller's array. There are never n trips through malloc.
+ * Free checks a run of pointers into one slab against that slab's descriptor, read once per run.
+ * The run is pushed onto the thread's free stack with one store of its top.
+ * The checks are in bulk_runs.h, scalar or four at a time with AVX2. The whole array as one run
+ * is tried first.
+ * A pointer that fails a check, or finds the free stack full, takes free()'s slow path. That
+ * reports it, or flushes the older half grouped by slab, one cmpxchg16b per slab.
+ * One pointer takes free()'s fastpath. Two or three take one scalar run.
+ * The AVX2 variants are chosen per call (sm_vec_min): the CPU has AVX2 and SLUBMALLOC_AVX2 is
+ * not 0.
+ * All or nothing: when memory runs out, everything taken is given back, and malloc_bulk returns
+ * 0 with errno ENOMEM. */
 #include <errno.h>
 #include <immintrin.h>
 

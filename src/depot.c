@@ -1,12 +1,13 @@
-/* depot.c: the depot (the kernel's "barn" for stacks, Bonwick's magazine depot): per size class
- * of a cache line or more, an array of free objects that threads' full stacks sent away, taken by
- * other threads' empty stacks as pointer arrays. Objects freed by a thread that does not allocate
- * them (a consumer) so reach the thread that does (a producer) without a chain of links written
- * into the objects and followed one cache miss after another; they go back to their slabs only
- * when the depot is full, or at malloc_trim. Classes below a cache line keep their objects
- * apart per thread (fastpath.h) and never use it.
- * Invariants: objects in a depot count as in use for their slabs (as objects in stacks do);
- * depots[c].n <= depot_cap(c); everything under the depot's lock, which is taken before a
+/* depot.c: the depot, the kernel's "barn" for sheaves and Bonwick's magazine depot.
+ * Each size class of a cache line or more has one: an array of free objects that threads' full
+ * stacks sent away. Other threads' empty stacks take them as pointer arrays.
+ * So objects freed by a thread that does not allocate them (a consumer) reach the thread that
+ * does (a producer) without a chain of links written into the objects and followed one cache
+ * miss after another.
+ * They go back to their slabs only when the depot is full, or at malloc_trim.
+ * Classes below a cache line keep their objects apart per thread (fastpath.h) and never use it.
+ * Invariants: objects in a depot count as in use for their slabs, as objects in stacks do;
+ * depots[c].n <= depot_cap(c); everything is under the depot's lock, which is taken before a
  * cache lock, never after. */
 #include <string.h>
 

@@ -1,10 +1,12 @@
-/* harden.c: the default mode's double-free check, behind the free key (internal.h). A free that
- * finds the key in word 1 asks here whether the object is free already: on the calling thread's
- * stacks of its class (stack, free_stack, remote_stack), on its spill chain, or on its slab's
- * shared freelist. Only a double free, or a program that stored the key itself, gets here, so the
- * search may be long; it must not crash on a freelist that other threads change meanwhile: each
- * link is checked to be an object of the slab before it is followed, and the walk stops after as
- * many links as the slab has objects. */
+/* harden.c: the default mode's double-free check, behind the free key (internal.h).
+ * A free that finds the key in word 1 asks here whether the object is free already. It looks on
+ * the calling thread's three stacks of the class, on its spill chain, and on the slab's shared
+ * freelist.
+ * Only a double free, or a program that stored the key itself, gets here. So the search may be
+ * long.
+ * It must not crash on a freelist that other threads change meanwhile. Each link is checked to
+ * be an object of the slab before it is followed. The walk stops after as many links as the
+ * slab has objects. */
 #include "internal.h"
 
 static bool in_stack(const struct stack *b, const void *p)

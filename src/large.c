@@ -1,16 +1,18 @@
-/* large.c: allocations above MAX_SMALL, each its own range of pages. A hash table (open
- * addressing, linear probing, backward-shift deletion) maps the address handed out to its
- * range, so free() can tell a large block of ours from any other pointer without reading memory
- * in front of it. Freed ranges wait in a small cache (LARGE_CACHE_SLOTS ranges, at most
- * LARGE_CACHE_BYTES or two thirds of the live large bytes, each at most the purge delay old)
- * so that malloc/free of large sizes reuses resident pages instead of mapping, unmapping and
- * faulting them in again: a request takes the
- * best-fitting cached range and leaves the rest of it cached, or grows the largest cached range
- * with mremap (its resident pages move along). Ranges are parts of anonymous mappings, each
- * inside one mapping, so any of them can be unmapped or remapped on its own.
- * Invariants: everything here is under large_lock, except the syscalls that map or unmap a
- * range no other thread can see; table entries have key != 0; cached ranges are dirty
- * (calloc clears a reused one). */
+/* large.c: allocations above MAX_SMALL, each its own range of pages.
+ * A hash table maps the address handed out to its range (open addressing, linear probing,
+ * backward-shift deletion). So free() tells a large block of ours from any other pointer
+ * without reading memory in front of it.
+ * Freed ranges wait in a cache of LARGE_CACHE_SLOTS ranges. It holds at most LARGE_CACHE_BYTES,
+ * or two thirds of the live large bytes when that is more, and each range for at most the
+ * purge delay. So malloc and free of large sizes reuse resident pages, instead of mapping,
+ * unmapping and faulting them in again.
+ * A request takes the best-fitting cached range and leaves the rest of it cached. Or it grows
+ * the largest cached range with mremap, whose resident pages move along.
+ * Ranges are parts of anonymous mappings, each inside one mapping, so any of them can be
+ * unmapped or remapped on its own.
+ * Invariants: everything here is under large_lock, except the system calls that map or unmap a
+ * range no other thread can see; table entries have key != 0; cached ranges are dirty, and
+ * calloc clears a reused one. */
 #include <errno.h>
 #include <string.h>
 

@@ -1,8 +1,9 @@
-/* options.c: the run-time options, read once by sm_init() from the environment (a walk over
- * environ: no getenv, no allocation), with their defaults and meanings in one table that the
- * README, slubmalloc(3) and SLUBMALLOC_VERBOSE=1 all describe.
- * Invariants: sm_opt holds the defaults until sm_options_read() runs and never changes after;
- * a bad value leaves the default in place and writes one warning line to stderr. */
+/* options.c: the run-time options, read once by sm_init() from the environment.
+ * It walks environ: no getenv, no allocation.
+ * Their defaults and meanings are in one table, which the README, slubmalloc(3) and
+ * SLUBMALLOC_VERBOSE=1 all describe.
+ * Invariants: sm_opt holds the defaults until sm_options_read() runs, and never changes after.
+ * A bad value leaves the default in place and writes one warning line to stderr. */
 #include <string.h>
 
 #include "internal.h"

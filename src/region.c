@@ -1,17 +1,23 @@
-/* region.c: the page level. Regions of 4 MiB come from mmap aligned to their size; page 0 of a
- * region is its header (struct region: slab descriptors and the page -> slab map), pages 1..63 are
- * handed out in runs of 1..SLAB_MAX_PAGES pages, one run per slab. Invariants: sm_region_map has a
- * 1 for every mapped region; free_mask, dirty_mask, map[] of free pages and the region list change
- * only under page_lock. A freed run stays dirty (its memory still resident: reusing it costs no
- * page faults) until the dirty pages of all regions pass DIRTY_MAX bytes; then whole contiguous
- * dirty runs are purged (MADV_DONTNEED, one call per run) down to DIRTY_MAX / 2, and a region left
- * with no slab at all is unmapped (its map entry cleared first), so address space is returned too;
- * the last region stays mapped. A region is unmapped only when no slab, hence no live object, is in
- * it: only a stale pointer could still lead into it. dirty_mask is a subset of free_mask.
- * Allocation prefers dirty pages. Nothing may assume a slab page reads as zero. Dirty pages are
- * also purged, a region at a time, once the region has had dirty pages for longer than the purge
- * delay (SLUBMALLOC_PURGE_DELAY_MS), checked when pages are freed; malloc_trim purges them all
- * (sm_pages_purge_all). */
+/* region.c: the page level.
+ * Regions of 4 MiB come from mmap, aligned to their size.
+ * Page 0 of a region is its header: struct region, with the slab descriptors and the
+ * page -> slab map. Pages 1..63 are handed out in runs of 1..SLAB_MAX_PAGES, one run per slab.
+ * A freed run stays dirty: its memory is still resident, so reusing it costs no page faults.
+ * Allocation prefers dirty pages. Nothing may assume a slab page reads as zero.
+ * When the dirty pages of all regions pass DIRTY_MAX bytes, whole contiguous dirty runs are
+ * purged (MADV_DONTNEED, one call per run) down to DIRTY_MAX / 2.
+ * Dirty pages are also purged a region at a time, once the region has had dirty pages for
+ * longer than the purge delay (SLUBMALLOC_PURGE_DELAY_MS). That is checked when pages are freed.
+ * malloc_trim purges them all (sm_pages_purge_all).
+ * A region left with no slab is unmapped, its map entry cleared first, so address space goes
+ * back too. The last region stays mapped.
+ * Invariants:
+ *   - sm_region_map has a 1 for every mapped region;
+ *   - free_mask, dirty_mask, the map entries of free pages and the region list change only
+ *     under page_lock;
+ *   - dirty_mask is a subset of free_mask;
+ *   - a region is unmapped only when no slab is in it, so no live object is: only a stale
+ *     pointer could still lead into it. */
 #include <errno.h>
 #include <string.h>
 

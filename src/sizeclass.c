@@ -1,11 +1,13 @@
-/* sizeclass.c: size <-> class. 16..128 in steps of 16, then 8 classes per power of two up to 128
- * KiB (88 classes). Every class size is a multiple of 16; above 128 bytes no request wastes more
- * than 1/9 of its object to rounding. Invariant: sm_stack_at[] is only an accelerator for the
- * fastpath (the offset in struct tcache of the stack of each size's class): until
- * sm_sizeclass_init() has run it reads 0 everywhere, alloc_stack[0], which is empty until the slow
- * path has set the thread up (and run init). With SLUBMALLOC_STATS=1 it points at
- * alloc_stack[NCLASS], which is always empty: every malloc then takes the slow path, where it is
- * counted, and the fastpath's code is the same either way. */
+/* sizeclass.c: size <-> class.
+ * Classes are 16..128 in steps of 16, then 8 classes per power of two up to 128 KiB: 88 in all.
+ * Every class size is a multiple of 16. Above 128 bytes no request wastes more than 1/9 of its
+ * object to rounding.
+ * sm_stack_at[] maps each size to the offset, in struct tcache, of its class's allocation
+ * stack. It only speeds the fastpath up.
+ * Until sm_sizeclass_init() has run it reads 0 everywhere, which is alloc_stack[0]. That stack
+ * is empty until the slow path has set the thread up and run init.
+ * With SLUBMALLOC_STATS=1 it points at alloc_stack[NCLASS], which is always empty. Every malloc
+ * then takes the slow path, where it is counted. The fastpath's code is the same either way. */
 #include "internal.h"
 
 uint16_t sm_stack_at[CLASS_INDEX_MAX];

@@ -1,12 +1,14 @@
-/* slab.c: slab geometry and creation. A cache's slab spans 1..SLAB_MAX_PAGES pages, chosen so
- * that the tail left after the last object is at most 1/16 of the slab (or as small as 4 pages
- * allow). A new slab is frozen for the thread that made it, with nothing carved: objects are
- * linked into freelists lazily, a batch at a time (sm_slab_carve), so a new slab's untouched
- * objects cost no RSS. Invariant: objects [0, carved) have been handed out since the slab was
- * made, or since it started over; [carved, objects) are on no freelist and held by nobody. (A
- * slab starts over, carved = 0, when its owner finds every object it handed out back on its
- * freelist: sm_fill, tcache.c.) Only the owner of a frozen slab carves, straight into its thread
- * cache's array. */
+/* slab.c: slab geometry and creation.
+ * A cache's slab spans 1..SLAB_MAX_PAGES pages. The count is chosen so that the tail left after
+ * the last object is at most 1/16 of the slab, or as small as 4 pages allow.
+ * A new slab is frozen for the thread that made it, with nothing carved.
+ * Objects are linked into freelists lazily, a batch at a time (sm_slab_carve). So a new slab's
+ * untouched objects cost no RSS.
+ * Only the owner of a frozen slab carves, straight into its thread cache's stack.
+ * Invariant: objects [0, carved) have been handed out since the slab was made or started over.
+ * Objects [carved, objects) are on no freelist and held by nobody.
+ * A slab starts over (carved = 0) when its owner finds every object it handed out back on its
+ * freelist (sm_fill, tcache.c). */
 #include <string.h>
 
 #include "internal.h"

@@ -1,16 +1,17 @@
-/* stats.c: statistics, SLUB's CONFIG_SLUB_STATS idea in user space. Event counters are kept per
- * thread, with plain increments, only when SLUBMALLOC_STATS=1 (struct sm_tstats, mapped at
- * thread start), and summed only when read; a thread that exits adds its counters to the
- * global ones (atomics) first. Every counting site is on a slow path: with the option set, the
- * slabs point free() at a stack with no room (slab.c, tcache.c) and the class table
- * every malloc (sizeclass.c), where each is counted: the fastpaths' code is the same with the
- * option set or not, and costs nothing more.
- * The figures of slabs and objects are read from the slabs' own words and the thread caches'
- * lengths (a census), so they need no counting at all and are right with the option unset.
- * Everything here writes with write(2) and reads /proc with read(2), raw (os.c): nothing
- * allocates and nothing is a cancellation point; but malloc_info writes with stdio.
- * Invariants: a live thread's counters are written by it alone; readers hold the registry
- * lock, so a thread's counters cannot go away under them (it leaves the registry first). */
+/* stats.c: statistics, SLUB's CONFIG_SLUB_STATS idea in user space.
+ * Event counters are kept only when SLUBMALLOC_STATS=1. Each thread keeps its own (struct
+ * sm_tstats, mapped at thread start), with plain increments. They are summed only when read. A
+ * thread that exits first adds its counters to the global ones, with atomics.
+ * Every counting site is on a slow path. With the option set, the slabs point free() at a stack
+ * with no room (slab.c, tcache.c), and the class table sends every malloc to the slow path
+ * (sizeclass.c). So the fastpaths' code is the same with the option set or not.
+ * The figures of slabs and objects come from a census: the slabs' own words and the thread
+ * caches' lengths. They need no counting and are right with the option unset.
+ * Output goes out with write(2) and /proc is read with read(2), both raw (platform/os.c).
+ * Nothing here allocates or is a cancellation point, except malloc_info, which writes with
+ * stdio.
+ * Invariants: a live thread's counters are written by it alone. Readers hold the registry
+ * lock, so a thread's counters cannot go away under them: it leaves the registry first. */
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>

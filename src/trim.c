@@ -1,9 +1,9 @@
-/* trim.c: giving memory back on request (malloc_trim). The calling thread drains its own
- * caches at once; every other thread drains its own at its next slow path (refill or flush),
- * told by sm_trim_gen moving on: a thread cache is written by its thread alone, so no thread
- * empties another's. Then the depots go back to the slabs, every cache frees its empty slabs
- * (the min_partial reserve too), every dirty slab page is purged, and every cached large range
- * is unmapped.
+/* trim.c: giving memory back on request (malloc_trim).
+ * The calling thread drains its own caches at once. Every other thread drains its own at its
+ * next slow path (refill or flush), told by sm_trim_gen moving on. A thread cache is written by
+ * its thread alone, so no thread empties another's.
+ * Then the depots go back to the slabs, and every cache frees its empty slabs, the min_partial
+ * reserve too. Every dirty slab page is purged, and every cached large range is unmapped.
  * Invariant: sm_trim_gen only grows; a thread's trim_gen is the last value it drained for. */
 #include "internal.h"
 
