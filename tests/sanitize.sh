@@ -89,6 +89,9 @@ for kind in "${kinds[@]}"; do
         rm -f "$blog"
         continue
     fi
+    # regenerate first (when a meson.build changed): the target list comes from the
+    # introspection data, which would not yet name a test added since the last build
+    ninja -C "$dir" build.ninja >>"$blog" 2>&1
     mapfile -t targets < <(unit_targets "$dir")
     if [ "${#targets[@]}" = 0 ] || ! ninja -C "$dir" "${targets[@]}" >>"$blog" 2>&1; then
         mkdir -p "$logdir" && cp "$blog" "$logdir/build.log"

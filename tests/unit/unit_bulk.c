@@ -1,75 +1,17 @@
-/* unit_bulk.c: malloc_bulk and free_bulk through the public API (linked with libslubmalloc.so,
- * as a user program is): every size class and large sizes; n = 0, 1 and large n; bad
- * arguments; bulk objects freed one by one and single objects freed in bulk; pointers mixed
- * across classes, allocation functions and threads (some of them exited); cross-thread bulk
- * frees racing with the owner's own bulk calls; ENOMEM all-or-nothing under an RLIMIT_AS cap;
- * no slab leaks over repeated bulk cycles; invalid pointers reported; a randomized sequence
- * comparing bulk calls with the equivalent single calls (same live set, same usable sizes,
- * contents intact). Each case runs in a child of its own; `unit_bulk NAME...` runs only the
- * named cases. */
+/* unit_bulk.c: malloc_bulk and free_bulk through the public API, in one thread (linked with
+ * libslubmalloc.so, as a user program is). It checks every size class and large sizes; n = 0,
+ * 1 and large n; bad arguments; bulk objects freed one by one and single objects freed in
+ * bulk; ENOMEM all-or-nothing under an RLIMIT_AS cap; no slab leaks over repeated bulk cycles;
+ * that invalid pointers are reported; that short arrays are freed in order; and, over a
+ * randomized sequence, that bulk calls match the equivalent single calls (same live set, same
+ * usable sizes, contents intact). The threaded cases are in unit_bulk_mt.c; the helpers both
+ * use in bulk_util.h.
+ * Each case runs in a child of its own; `unit_bulk NAME...` runs only the named cases. */
 #include <malloc.h>
-#include <pthread.h>
-#include <stdatomic.h>
 
 #include "api_util.h"
+#include "bulk_util.h"
 #include "slubmalloc.h"
-
-#define MIB (1024UL * 1024UL)
-
-/* The size classes as README.md describes them: 16..128 by 16, then 8 per power of two. */
-static size_t class_sizes(size_t *out)
-{
-	size_t n = 0;
-	for (size_t s = 16; s <= 128; s += 16)
-		out[n++] = s;
-	for (unsigned l = 7; l < 15; l++)
-		for (size_t k = 1; k <= 8; k++)
-			out[n++] = ((size_t)1 << l) + k * ((size_t)1 << (l - 3));
-	return n;
-}
-
-/* Every class size, the smallest request of each class, 1, and large sizes. */
-static size_t test_sizes(size_t *out)
-{
-	size_t cls[80], nc = class_sizes(cls), n = 0;
-	CHECK(nc == 72 && cls[nc - 1] == 32768, "class table: %zu classes, last %zu", nc, cls[nc - 1]);
-	out[n++] = 1;
-	for (size_t i = 0; i < nc; i++) {
-		if (i > 0)
-			out[n++] = cls[i - 1] + 1;
-		out[n++] = cls[i];
-	}
-	static const size_t large[] = {32769, 40000, 65536, 100000, MIB, 3 * MIB + 5};
-	for (size_t i = 0; i < sizeof large / sizeof large[0]; i++)
-		out[n++] = large[i];
-	return n;
-}
-
-/* Checks a bulk result: n objects, aligned, usable, disjoint; then tags them. */
-static void check_fresh(void **v, size_t n, size_t size, uint64_t tag0, const char *what)
-{
-	for (size_t i = 0; i < n; i++) {
-		CHECK(v[i], "%s: size %zu: entry %zu of %zu is NULL", what, size, i, n);
-		CHECK(((uintptr_t)v[i] & 15) == 0, "%s: size %zu: %p not 16-byte aligned", what, size,
-		      v[i]);
-		size_t u = malloc_usable_size(v[i]);
-		CHECK(u >= size, "%s: size %zu: usable size %zu", what, size, u);
-	}
-	check_disjoint(v, n, size, what);
-	for (size_t i = 0; i < n; i++)
-		pat_fill(v[i], size, tag0 + i);
-}
-
-static void verify(void **v, size_t n, size_t size, uint64_t tag0, const char *what)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (!v[i])
-			continue;
-		size_t bad = pat_bad(v[i], size, tag0 + i);
-		CHECK(bad == SIZE_MAX, "%s: size %zu: object %zu (%p) of %zu corrupted at byte %zu", what,
-		      size, i, v[i], n, bad);
-	}
-}
 
 /* ---- every size class and large sizes, with every way of freeing ---- */
 static void case_every_size(void)
@@ -249,233 +191,6 @@ static void case_single_bulk_mix(void)
 		verify(v, n, size, 5000, "bulk/single mix");
 		free_bulk(n, v);
 	}
-}
-
-/* ---- pointers mixed across classes, allocation functions and threads ---- */
-enum { MT_THREADS = 4, MT_PER = 3000, MT_ROUNDS = 8, MT_EPHEMERAL = 1500 };
-
-struct entry {
-	void *p;
-	size_t size;
-	uint64_t tag;
-};
-
-static struct entry pool[MT_THREADS * MT_PER + MT_EPHEMERAL];
-static size_t pool_n;
-static pthread_barrier_t mt_bar;
-
-/* Allocates n entries of mixed kinds into e (thread-local choices from seed). */
-static void alloc_mixed(struct entry *e, size_t n, uint64_t seed, uint64_t tag0)
-{
-	uint64_t rng = seed;
-	void *tmp[64];
-	for (size_t i = 0; i < n;) {
-		unsigned kind = (unsigned)rng_below(&rng, 7);
-		size_t size = rng_below(&rng, 8) ? 1 + rng_below(&rng, 1024)
-						 : 1 + rng_below(&rng, rng_below(&rng, 4) ? 32768 : 200000);
-		if (kind <= 2) { /* a bulk of 1..64 */
-			size_t k = 1 + rng_below(&rng, 64);
-			if (k > n - i)
-				k = n - i;
-			CHECK(malloc_bulk(size, k, tmp) == k, "mixed: malloc_bulk(%zu, %zu)", size, k);
-			for (size_t j = 0; j < k; j++)
-				e[i + j] = (struct entry){tmp[j], size, tag0 + i + j};
-			i += k;
-			continue;
-		}
-		void *p = NULL;
-		if (kind == 3)
-			p = malloc(size);
-		else if (kind == 4)
-			p = calloc(size, 1);
-		else if (kind == 5)
-			CHECK(posix_memalign(&p, 256, size) == 0, "posix_memalign");
-		else
-			p = realloc(malloc(size / 2 + 1), size);
-		CHECK(p, "mixed: allocation of %zu (kind %u)", size, kind);
-		e[i] = (struct entry){p, size, tag0 + i};
-		i++;
-	}
-	for (size_t i = 0; i < n; i++)
-		pat_fill(e[i].p, e[i].size, e[i].tag);
-}
-
-static void *ephemeral_main(void *arg)
-{
-	alloc_mixed(pool + MT_THREADS * MT_PER, MT_EPHEMERAL, (uintptr_t)arg, 900000000);
-	return NULL; /* exits: its objects are freed by the others after it is gone */
-}
-
-static void *mixed_main(void *arg)
-{
-	unsigned id = (unsigned)(uintptr_t)arg;
-	uint64_t rng = 77 + id;
-	void **batch = malloc((pool_n / MT_THREADS + 64) * sizeof *batch);
-	CHECK(batch, "malloc");
-	for (unsigned r = 0; r < MT_ROUNDS; r++) {
-		alloc_mixed(pool + id * MT_PER, MT_PER, rng_next(&rng), (uint64_t)(id + 1) << 32 | r << 20);
-		pthread_barrier_wait(&mt_bar); /* everyone allocated; main shuffles */
-		pthread_barrier_wait(&mt_bar);
-		/* free a quarter of the shuffled pool, which mixes every thread's objects */
-		size_t lo = pool_n * id / MT_THREADS, hi = pool_n * (id + 1) / MT_THREADS, m = 0;
-		for (size_t i = lo; i < hi; i++) {
-			size_t bad = pat_bad(pool[i].p, pool[i].size, pool[i].tag);
-			CHECK(bad == SIZE_MAX, "mixed: object %p (%zu B) corrupted at %zu before free",
-			      pool[i].p, pool[i].size, bad);
-			if (rng_below(&rng, 50) == 0)
-				batch[m++] = NULL;
-			batch[m++] = pool[i].p;
-		}
-		for (size_t i = 0; i < m;) {
-			size_t k = 1 + rng_below(&rng, 400);
-			if (k > m - i)
-				k = m - i;
-			free_bulk(k, batch + i);
-			i += k;
-		}
-		pthread_barrier_wait(&mt_bar);
-	}
-	free(batch);
-	return NULL;
-}
-
-static void case_mixed_threads(void)
-{
-	pthread_t t[MT_THREADS];
-	CHECK(pthread_barrier_init(&mt_bar, NULL, MT_THREADS + 1) == 0, "barrier");
-	pool_n = MT_THREADS * MT_PER + MT_EPHEMERAL;
-	for (unsigned i = 0; i < MT_THREADS; i++)
-		CHECK(pthread_create(&t[i], NULL, mixed_main, (void *)(uintptr_t)i) == 0, "create");
-	uint64_t rng = 5;
-	for (unsigned r = 0; r < MT_ROUNDS; r++) {
-		pthread_t e;
-		CHECK(pthread_create(&e, NULL, ephemeral_main, (void *)(uintptr_t)(r + 1000)) == 0,
-		      "create");
-		pthread_join(e, NULL);
-		pthread_barrier_wait(&mt_bar);
-		for (size_t i = pool_n; i > 1; i--) { /* shuffle the entries */
-			size_t j = rng_below(&rng, i);
-			struct entry x = pool[i - 1];
-			pool[i - 1] = pool[j];
-			pool[j] = x;
-		}
-		pthread_barrier_wait(&mt_bar);
-		pthread_barrier_wait(&mt_bar);
-	}
-	for (unsigned i = 0; i < MT_THREADS; i++)
-		pthread_join(t[i], NULL);
-	/* the heap still works and hands out distinct objects */
-	void *v[5000];
-	CHECK(malloc_bulk(200, 5000, v) == 5000, "malloc_bulk after the mixed frees");
-	check_fresh(v, 5000, 200, 1, "after mixed");
-	free_bulk(5000, v);
-}
-
-/* ---- cross-thread bulk frees racing with the owner ---- */
-enum { RACE_FREERS = 2, RACE_QUEUE = 256, RACE_MAXK = 64 };
-
-struct batch {
-	void *v[RACE_MAXK];
-	size_t n, size;
-	uint64_t tag0;
-};
-
-static struct batch *race_q[RACE_QUEUE];
-static size_t race_head, race_tail;
-static int race_done;
-static pthread_mutex_t race_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t race_cv = PTHREAD_COND_INITIALIZER;
-static atomic_ulong race_allocated, race_freed;
-
-static void race_free(struct batch *b, uint64_t *rng)
-{
-	verify(b->v, b->n, b->size, b->tag0, "race");
-	unsigned how = (unsigned)rng_below(rng, 8);
-	if (how == 0) {
-		for (size_t i = 0; i < b->n; i++)
-			free(b->v[i]);
-	} else {
-		if (how == 1)
-			shuffle(b->v, b->n, rng);
-		free_bulk(b->n, b->v);
-	}
-	atomic_fetch_add(&race_freed, b->n);
-	free(b);
-}
-
-static void *race_freer(void *arg)
-{
-	uint64_t rng = 1000 + (uintptr_t)arg;
-	for (;;) {
-		pthread_mutex_lock(&race_mu);
-		while (race_head == race_tail && !race_done)
-			pthread_cond_wait(&race_cv, &race_mu);
-		if (race_head == race_tail) {
-			pthread_mutex_unlock(&race_mu);
-			return NULL;
-		}
-		struct batch *b = race_q[race_head++ % RACE_QUEUE];
-		pthread_cond_broadcast(&race_cv);
-		pthread_mutex_unlock(&race_mu);
-		race_free(b, &rng);
-	}
-}
-
-static void case_cross_thread_race(void)
-{
-	static const size_t sizes[] = {16, 64, 256, 1024, 40000};
-	pthread_t t[RACE_FREERS];
-	for (unsigned i = 0; i < RACE_FREERS; i++)
-		CHECK(pthread_create(&t[i], NULL, race_freer, (void *)(uintptr_t)i) == 0, "create");
-	uint64_t rng = 99, tag = 1;
-	struct batch *mine[16] = {0};
-	double t_end = now_sec() + 4.0;
-	unsigned long iters = 0;
-	while (iters < 1500000 && (iters < 20000 || now_sec() < t_end)) {
-		iters++;
-		struct batch *b = malloc(sizeof *b);
-		CHECK(b, "malloc");
-		b->size = sizes[rng_below(&rng, iters % 64 == 0 ? 5 : 4)];
-		b->n = 1 + rng_below(&rng, RACE_MAXK);
-		b->tag0 = tag;
-		tag += b->n;
-		CHECK(malloc_bulk(b->size, b->n, b->v) == b->n, "race: malloc_bulk(%zu, %zu)", b->size,
-		      b->n);
-		atomic_fetch_add(&race_allocated, b->n);
-		for (size_t i = 0; i < b->n; i++)
-			pat_fill(b->v[i], b->size < 256 ? b->size : 256, b->tag0 + i);
-		if (b->size > 256) /* tag the whole object only for the small ones: fast enough */
-			b->size = 256;
-		if (rng_below(&rng, 3) == 0) { /* the owner frees some of its objects itself */
-			unsigned slot = (unsigned)rng_below(&rng, 16);
-			if (mine[slot])
-				race_free(mine[slot], &rng);
-			mine[slot] = b;
-			continue;
-		}
-		pthread_mutex_lock(&race_mu);
-		while (race_tail - race_head == RACE_QUEUE)
-			pthread_cond_wait(&race_cv, &race_mu);
-		race_q[race_tail++ % RACE_QUEUE] = b;
-		pthread_cond_broadcast(&race_cv);
-		pthread_mutex_unlock(&race_mu);
-	}
-	pthread_mutex_lock(&race_mu);
-	race_done = 1;
-	pthread_cond_broadcast(&race_cv);
-	pthread_mutex_unlock(&race_mu);
-	for (unsigned i = 0; i < RACE_FREERS; i++)
-		pthread_join(t[i], NULL);
-	for (unsigned s = 0; s < 16; s++)
-		if (mine[s])
-			race_free(mine[s], &rng);
-	CHECK(atomic_load(&race_allocated) == atomic_load(&race_freed), "race: %lu allocated, %lu freed",
-	      atomic_load(&race_allocated), atomic_load(&race_freed));
-	printf("  %lu bulk batches, %lu objects\n", iters, atomic_load(&race_allocated));
-	void *v[4000];
-	CHECK(malloc_bulk(64, 4000, v) == 4000, "malloc_bulk after the race");
-	check_fresh(v, 4000, 64, 7, "after race");
-	free_bulk(4000, v);
 }
 
 /* ---- ENOMEM: all or nothing, under an RLIMIT_AS cap (in children) ---- */
@@ -716,58 +431,6 @@ static void case_short_arrays(void)
 	free_bulk(N, v); /* every object is allocated again */
 }
 
-/* Passive false sharing: objects smaller than a cache line that another thread allocated (from
- * its slabs) and this thread freed are not handed out again by this thread, which allocates
- * from slabs of its own; larger objects are reused. The worker frees the main thread's
- * objects, allocates as many of the same size and counts the ones it got back. */
-enum { PFS_N = 200 };
-struct pfs {
-	size_t size;
-	void *v[PFS_N];
-};
-
-static void *pfs_worker(void *arg)
-{
-	struct pfs *a = arg;
-	void *mine[PFS_N];
-	for (size_t i = 0; i < PFS_N; i++)
-		free(a->v[i]);
-	for (size_t i = 0; i < PFS_N; i++)
-		mine[i] = malloc(a->size);
-	size_t reused = 0;
-	for (size_t i = 0; i < PFS_N; i++) {
-		for (size_t j = 0; j < PFS_N; j++)
-			reused += mine[i] == a->v[j];
-		free(mine[i]);
-	}
-	return (void *)reused;
-}
-
-static size_t pfs_reused(size_t size)
-{
-	struct pfs a = {.size = size};
-	for (size_t i = 0; i < PFS_N; i++)
-		CHECK((a.v[i] = malloc(size)), "malloc(%zu)", size);
-	pthread_t t;
-	void *reused;
-	CHECK(pthread_create(&t, NULL, pfs_worker, &a) == 0, "pthread_create");
-	CHECK(pthread_join(t, &reused) == 0, "pthread_join");
-	return (size_t)reused;
-}
-
-static void case_small_not_reused(void)
-{
-	static const size_t small[] = {8, 16, 32, 48};
-	for (size_t k = 0; k < sizeof small / sizeof small[0]; k++) {
-		size_t n = pfs_reused(small[k]);
-		CHECK(n == 0, "a thread reused %zu of %d objects of %zu bytes that another thread "
-		      "allocated (passive false sharing)", n, PFS_N, small[k]);
-	}
-	size_t n = pfs_reused(64);
-	CHECK(n == PFS_N, "a thread reused %zu of %d freed 64-byte objects of another thread "
-	      "(want all: larger objects are reused)", n, PFS_N);
-}
-
 static void case_invalid_positions(void)
 {
 	static const size_t lens[] = {1, 2, 3, 4, 5, 8, 9, 16, 33};
@@ -926,14 +589,11 @@ int main(int argc, char **argv)
 		{"every_size", case_every_size},
 		{"counts", case_counts},
 		{"single_bulk_mix", case_single_bulk_mix},
-		{"mixed_threads", case_mixed_threads},
-		{"cross_thread_race", case_cross_thread_race},
 		{"enomem", case_enomem},
 		{"no_leak", case_no_leak},
 		{"invalid_reported", case_invalid_reported},
 		{"invalid_positions", case_invalid_positions},
 		{"short_arrays", case_short_arrays},
-		{"small_not_reused", case_small_not_reused},
 		{"random_vs_single", case_random_vs_single},
 	};
 	int failed = run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);
