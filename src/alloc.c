@@ -25,10 +25,13 @@ static void *alloc_class(unsigned cls, size_t req, void *caller)
 			return p ? free_key_clear(p) : (errno = ENOMEM, NULL);
 		}
 	}
-	struct stack *b = &tc->alloc_stack[cls];
+	struct stack *b = &tc->alloc_stack[cls], *f = &tc->free_stack[cls];
 	void *p;
 	/* SLUBMALLOC_STATS=1 (sizeclass.c): the fastpath's work, counted here */
-	if (b->top != b->slots || class_swap(b, &tc->free_stack[cls])) {
+	if (f->top != f->slots && !class_needs_sort(f)) {
+		p = *--f->top;
+		sm_count(&sm_g.caches[cls], EV_ALLOC_FAST, 1);
+	} else if (b->top != b->slots || class_swap(b, f)) {
 		p = *--b->top;
 		sm_count(&sm_g.caches[cls], EV_ALLOC_FAST, 1);
 	} else {
@@ -82,16 +85,14 @@ static SM_COLD void *alloc_swap_sorted(struct stack *b, struct stack *f, size_t 
 	return free_key_clear(*--b->top);
 }
 
-/* malloc's stack is empty and its free stack has objects: they become the stack (the two arrays
- * swap) and malloc takes the top one; else the slow path. Kept apart from sm_alloc_slow and
+/* malloc's stacks are empty, or its free stack needs sorting: the free stack's objects become
+ * the allocation stack (the two arrays swap) and malloc takes the top one; else the slow path. Kept apart from sm_alloc_slow and
  * short: a malloc/free loop over more objects than a stack holds comes here once per round
  * (with the swap inside sm_alloc_slow, 250 mallocs then 250 frees took about 1 TSC cycle
  * more per malloc on the 2-core VM). */
 void *sm_alloc_swap(struct stack *b, size_t size)
 {
-	struct stack *f = b + (offsetof(struct tcache, free_stack) -
-			       offsetof(struct tcache, alloc_stack)) /
-				    sizeof(struct stack);
+	struct stack *f = free_stack_beside(b);
 	if (f->top == f->slots)
 		return sm_alloc_slow(size);
 	if (class_needs_sort(f)) /* out of line: this function keeps no stack frame */

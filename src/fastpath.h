@@ -1,10 +1,12 @@
 /* fastpath.h: the two fastpaths, malloc's and free's, and the thin wrappers built on them.
  * Call tree:
- *   malloc(n)  -> sm_alloc_fast: pop the allocation stack of n's class.
- *                 The stack is the thread's tcache + sm_stack_at[(n-1)/16].
- *                 -> stack empty: sm_alloc_swap. The free stack's objects become the
- *                    allocation stack (class_swap, which first moves other threads'
- *                    sub-line objects to the remote stack).
+ *   malloc(n)  -> sm_alloc_fast: pop the free stack of n's class, so that the object freed
+ *                 last, whose lines are the likeliest to be in the cache, comes back first.
+ *                 Not while the free stack needs sorting (class_needs_sort).
+ *                 Else pop the allocation stack: the thread's tcache + sm_stack_at[(n-1)/16].
+ *                 -> both empty, or the free stack needs sorting: sm_alloc_swap. The free
+ *                    stack's objects become the allocation stack (class_swap, which first
+ *                    moves other threads' sub-line objects to the remote stack).
  *                 -> both empty, n 0 or above MAX_SMALL, thread not set up: sm_alloc_slow
  *                    (alloc.c)
  *                      -> sm_refill (tcache.c): spill chain, take-all, carve, partial slab,
@@ -31,7 +33,13 @@ static inline void *sm_alloc_fast(size_t size)
 {
 	if (likely(size - 1 < MAX_SMALL)) {
 		struct stack *b = alloc_stack_for(size);
-		void **t = b->top;
+		struct stack *f = free_stack_beside(b);
+		void **t = f->top;
+		if (t != f->slots && !class_needs_sort(f)) { /* the object freed last first */
+			f->top = --t;
+			return free_key_clear(*t);
+		}
+		t = b->top;
 		if (likely(t != b->slots)) {
 			b->top = --t;
 			return free_key_clear(*t);

@@ -138,14 +138,15 @@ struct cache {
 
 /* A thread's object cache of one class ("kmem_cache_cpu", shaped as the kernel's sheaves) is two
  * stacks of object pointers, each a struct stack.
- * malloc pops *--top of the allocation stack (tcache.alloc_stack).
  * free pushes *top++ of the free stack (tcache.free_stack).
- * malloc that finds its stack empty swaps the two first (stack_swap).
+ * malloc pops *--top of the allocation stack (tcache.alloc_stack), or of the free stack.
+ * malloc that finds both empty, or the free stack in need of sorting, swaps the two first
+ * (stack_swap).
  * free that finds its stack full swaps them when malloc's is empty, else sends the older half
  * back.
- * Two stacks, not one: a malloc right after a free does not load what that free has just stored
- * (the top, the pointer). So the two calls' chains of dependent loads stay apart, as with
- * mimalloc's free and local_free lists and the kernel's main and spare sheaves.
+ * malloc pops the free stack first, while it needs no sorting: the object freed last comes back
+ * first, while its lines are likely still cached.
+ * The allocation stack holds what a refill brought and what a swap moved over.
  * Pointers, not a count: the fastpaths compare and store without scaling an index. */
 struct stack {
 	void **top;      /* objects are slots[0, top - slots) */
@@ -260,6 +261,13 @@ void sm_sort_foreign(struct stack *f); /* tcache.c: class_swap's sorting, out of
 static inline bool class_needs_sort(const struct stack *f)
 {
 	return unlikely(f->key) && unlikely(__atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED));
+}
+
+/* The free stack of the same class as the allocation stack b. */
+static inline struct stack *free_stack_beside(struct stack *b)
+{
+	return b + (offsetof(struct tcache, free_stack) - offsetof(struct tcache, alloc_stack)) /
+			   sizeof(struct stack);
 }
 /* stack_swap for a size class's stacks b (malloc's) and f = free_stack (the only way f's objects
  * become allocatable): in classes below a cache line, f's objects of slabs another thread froze

@@ -8,13 +8,15 @@
  *   source[c].active ---------------------------------------------> word = {freelist, counters}
  *
  * A thread keeps two stacks of objects per size class c.
- * malloc pops the allocation stack alloc_stack[c]. free pushes the free stack free_stack[c].
+ * free pushes the free stack free_stack[c]. malloc pops it, or, when it is empty or needs sorting,
+ * the allocation stack alloc_stack[c].
  * Each holds objects of any slabs of c, at most cap of them.
  * The stacks grow to cap_grown once free_stack[c] has overflowed or c has refilled twice.
  * They grow to cap_burst, in arrays of their own (tc->burst[c]), once free_stack[c] overflows
  * again with only objects of the thread's own slabs, in runs of a page.
  * They stay grown until malloc_trim.
- * When alloc_stack[c] runs dry, the two stacks swap (class_swap).
+ * When the allocation stack runs dry while the free stack needs sorting, the two swap
+ * (class_swap).
  * When free_stack[c] fills, they swap if alloc_stack[c] is empty. Else they grow. Else the
  * older half of free_stack[c] goes back to its slabs, grouped by slab (sm_flush).
  * In classes below a cache line, once a second thread has a cache, each swap first moves the
