@@ -3,7 +3,7 @@
  * backward-shift deletion). So free() tells a large block of ours from any other pointer
  * without reading memory in front of it.
  * Freed ranges wait in a cache of LARGE_CACHE_SLOTS ranges. It holds at most LARGE_CACHE_BYTES,
- * or two thirds of the live large bytes when that is more, and each range for at most the
+ * or half the live large bytes when that is more, and each range for at most the
  * purge delay. So malloc and free of large sizes reuse resident pages, instead of mapping,
  * unmapping and faulting them in again.
  * A request takes the best-fitting cached range and leaves the rest of it cached. Or it grows
@@ -175,13 +175,13 @@ static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map)
 	return base;
 }
 
-/* The bytes the cache may hold: LARGE_CACHE_BYTES, or two thirds of the live large bytes when
- * that is more (a program that keeps a window of large blocks finds a fit among the freed
- * ones, instead of faulting new pages in; at most its live bytes' share, so the peak RSS stays
- * below glibc's for such a window: bench/results). */
+/* The bytes the cache may hold: LARGE_CACHE_BYTES, or half the live large bytes when that is
+ * more. A program that keeps a window of large blocks then finds a fit among the freed ones,
+ * instead of faulting new pages in. The share is at most half its live bytes, so that the peak
+ * RSS stays below glibc's for such a window (bench/README.md). */
 static size_t cache_cap(void)
 {
-	size_t share = live_bytes / 3 * 2;
+	size_t share = live_bytes / 2;
 	return share > LARGE_CACHE_BYTES ? share : LARGE_CACHE_BYTES;
 }
 
