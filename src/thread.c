@@ -23,8 +23,8 @@ static size_t block_words(void)
 {
 	size_t w = 0;
 	for (unsigned i = 0; i < NCLASS; i++)
-		w += 2 * (sm_g.caches[i].cap_grown + 1) + sm_g.caches[i].cap + 1; /* stack, free_stack
-										    * and remote_stack */
+		/* the allocation and free stacks, then the remote stack */
+		w += 2 * (sm_g.caches[i].cap_grown + 1) + sm_g.caches[i].cap + 1;
 	return w;
 }
 
