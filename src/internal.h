@@ -139,14 +139,14 @@ struct cache {
 /* A thread's object cache of one class ("kmem_cache_cpu", shaped as the kernel's sheaves) is two
  * stacks of object pointers, each a struct stack.
  * free pushes *top++ of the free stack (tcache.free_stack).
- * malloc pops *--top of the allocation stack (tcache.alloc_stack), or of the free stack.
- * malloc that finds both empty, or the free stack in need of sorting, swaps the two first
- * (stack_swap).
+ * malloc pops *--top of the free stack first, while it needs no sorting: the object freed last
+ * comes back first, while its lines are likely still cached.
+ * Else malloc pops the allocation stack (tcache.alloc_stack). It holds what a refill brought
+ * and what a swap moved over.
+ * malloc that finds the allocation stack empty while the free stack needs sorting swaps the
+ * two first (stack_swap, through class_swap).
  * free that finds its stack full swaps them when malloc's is empty, else sends the older half
  * back.
- * malloc pops the free stack first, while it needs no sorting: the object freed last comes back
- * first, while its lines are likely still cached.
- * The allocation stack holds what a refill brought and what a swap moved over.
  * Pointers, not a count: the fastpaths compare and store without scaling an index. */
 struct stack {
 	void **top;      /* objects are slots[0, top - slots) */
@@ -211,10 +211,10 @@ static inline bool stack_swap(struct stack *a, struct stack *f)
 enum tstate { T_NEW = 0, T_LIVE = 1, T_DEAD = 2 };
 
 struct tcache {
-	/* malloc's fastpath pops alloc_stack only */
+	/* malloc's fastpath pops free_stack first, then alloc_stack */
 	struct stack alloc_stack[NCLASS + 1];
 	/* free's fastpath pushes free_stack. free_stack[NCLASS] stays empty (cap 0): typed objects
-	 * (cls NCLASS) take free()'s slow path. */
+	 * (cls NCLASS) take free()'s slow path. free_stack follows alloc_stack (free_stack_beside). */
 	struct stack free_stack[NCLASS + 1];
 	/* Other threads' sub-line objects, moved here from free_stack when it becomes the
 	 * allocation stack (class_swap). They are never reused here (no passive false sharing) and
