@@ -106,29 +106,28 @@ static size_t verify(const unsigned char *p, size_t from, size_t to, uint64_t se
 #define FULL_MAX (64UL << 10)
 #define EDGE (16UL << 10)
 
+/* The patterned span that starts at a: its end, and where the next span starts. */
+static size_t span_end(size_t u, size_t a, size_t *next)
+{
+	if (u <= FULL_MAX || a >= u - EDGE)
+		return *next = u;
+	if (a < EDGE)
+		return *next = EDGE;
+	*next = a + 4096 < u - EDGE ? a + 4096 : u - EDGE;
+	return a + 64;
+}
+
 static void fill_block(unsigned char *p, size_t u, uint64_t seed)
 {
-	for (size_t a = 0, end, next; a < u; a = next) {
-		if (u <= FULL_MAX || a >= u - EDGE)
-			end = next = u;
-		else if (a < EDGE)
-			end = next = EDGE;
-		else
-			end = a + 64, next = a + 4096 < u - EDGE ? a + 4096 : u - EDGE;
-		fill(p, a, end, seed);
-	}
+	for (size_t a = 0, next; a < u; a = next)
+		fill(p, a, span_end(u, a, &next), seed);
 }
 
 /* The first patterned byte below limit that differs, or SIZE_MAX; u as given to fill_block. */
 size_t verify_block(const unsigned char *p, size_t u, size_t limit, uint64_t seed)
 {
-	for (size_t a = 0, end, next; a < u && a < limit; a = next) {
-		if (u <= FULL_MAX || a >= u - EDGE)
-			end = next = u;
-		else if (a < EDGE)
-			end = next = EDGE;
-		else
-			end = a + 64, next = a + 4096 < u - EDGE ? a + 4096 : u - EDGE;
+	for (size_t a = 0, next; a < u && a < limit; a = next) {
+		size_t end = span_end(u, a, &next);
 		size_t bad = verify(p, a, end < limit ? end : limit, seed);
 		if (bad != SIZE_MAX)
 			return bad;
