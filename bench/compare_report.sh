@@ -339,13 +339,6 @@ PYEOF
 	cp "$ROOT/bench/mdtable.py" "$1/"
 }
 
-pkg_versions() {
-	dpkg-query -W -f='${Package} ${Version}\n' libc6 libjemalloc2 libmimalloc2.0 \
-		libtcmalloc-minimal4 libgoogle-perftools4 gcc-12 hyperfine meson ninja-build \
-		python3.11 sqlite3 coreutils 2>/dev/null |
-		awk 'NF == 2' | paste -sd, - | sed 's/,/, /g'
-}
-
 write_env_md() { # write_env_md FILE NEED_INPUTS
 	local need_inputs=$2 a s extra wl score metric cmd what GIT_COMMIT
 	GIT_COMMIT=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
@@ -354,17 +347,9 @@ write_env_md() { # write_env_md FILE NEED_INPUTS
 		GIT_COMMIT+=" (uncommitted changes)"
 	fi
 	{
-		echo "- date: $(date -u +%FT%TZ)"
-		echo "- host: $(uname -n)"
-		echo "- git commit: $GIT_COMMIT"
-		echo "- CPU: $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
-		echo "- cores: $(nproc) online ($(grep -c '^processor' /proc/cpuinfo) in /proc/cpuinfo)"
-		echo "- memory: $(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
-		echo "- kernel: $(uname -sr)"
-		echo "- load average (1/5/15 min): $LOAD_START at start, $(cut -d' ' -f1-3 /proc/loadavg) at end"
-		echo "- THP enabled: $(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown)," \
-			"defrag: $(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/defrag 2>/dev/null || echo unknown)"
-		echo "- packages: $(pkg_versions)"
+		env_md_machine "$GIT_COMMIT" "$LOAD_START" libc6 libjemalloc2 libmimalloc2.0 \
+			libtcmalloc-minimal4 libgoogle-perftools4 gcc-12 hyperfine meson ninja-build \
+			python3.11 sqlite3 coreutils
 		echo "- mode: $MODE, $WARMUP warm-up round(s) + $RUNS measured runs per allocator (interleaved, rotating order), each a \`hyperfine -N --runs 1\` of \`/usr/bin/time -f %M env LD_PRELOAD=... PROGRAM\`; real-program inputs at scale $INPUT_SCALE"
 		echo "- total time: $(elapsed)"
 		for a in "${AVAIL[@]}"; do

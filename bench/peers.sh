@@ -124,3 +124,25 @@ locate_allocators() {
 	# shellcheck disable=SC2034 # read by the caller
 	NA=${#AVAIL[@]}
 }
+
+pkg_versions() { # pkg_versions PACKAGE... -> "name version, ..." of those installed
+	dpkg-query -W -f='${Package} ${Version}\n' "$@" 2>/dev/null |
+		awk 'NF == 2' | paste -sd, - | sed 's/,/, /g'
+}
+
+# The machine lines a results file's environment section opens with.
+env_md_machine() { # env_md_machine GIT_COMMIT LOAD_START PACKAGE...
+	local commit=$1 load_start=$2
+	shift 2
+	echo "- date: $(date -u +%FT%TZ)"
+	echo "- host: $(uname -n)"
+	echo "- git commit: $commit"
+	echo "- CPU: $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
+	echo "- cores: $(nproc) online ($(grep -c '^processor' /proc/cpuinfo) in /proc/cpuinfo)"
+	echo "- memory: $(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
+	echo "- kernel: $(uname -sr)"
+	echo "- load average (1/5/15 min): $load_start at start, $(cut -d' ' -f1-3 /proc/loadavg) at end"
+	echo "- THP enabled: $(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown)," \
+		"defrag: $(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/defrag 2>/dev/null || echo unknown)"
+	echo "- packages: $(pkg_versions "$@")"
+}

@@ -167,23 +167,9 @@ for ((r = 0; r < RUNS; r++)); do
 done
 
 # ---------------------------------------------------------------- environment header
-pkg_versions() {
-	dpkg-query -W -f='${Package} ${Version}\n' libc6 libjemalloc2 libmimalloc2.0 \
-		libtcmalloc-minimal4 libgoogle-perftools4 gcc-12 meson ninja-build python3-matplotlib \
-		2>/dev/null | awk 'NF == 2' | paste -sd, - | sed 's/,/, /g'
-}
 {
-	echo "- date: $(date -u +%FT%TZ)"
-	echo "- host: $(uname -n)"
-	echo "- git commit: $GIT_COMMIT"
-	echo "- CPU: $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
-	echo "- cores: $(nproc) online"
-	echo "- memory: $(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
-	echo "- kernel: $(uname -sr)"
-	echo "- load average (1/5/15 min): $LOAD_START at start, $(cut -d' ' -f1-3 /proc/loadavg) at end"
-	echo "- THP enabled: $(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown)," \
-		"defrag: $(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/defrag 2>/dev/null || echo unknown)"
-	echo "- packages: $(pkg_versions)"
+	env_md_machine "$GIT_COMMIT" "$LOAD_START" libc6 libjemalloc2 libmimalloc2.0 \
+		libtcmalloc-minimal4 libgoogle-perftools4 gcc-12 meson ninja-build python3-matplotlib
 	echo "- mode: $MODE, $RUNS run(s) per allocator (interleaved, rotating order) of \`$BUILD_DIR/bench/rss CSV $MIB $IDLE $PERIOD\` ($MIB MiB requested, ${IDLE} s idle, a sample every $PERIOD ms)"
 	slub_env=$(env | grep '^SLUBMALLOC_' | grep -v '^SLUBMALLOC_LIB=' | sort | paste -sd' ' - || true)
 	echo "- SLUBMALLOC_* settings: ${slub_env:-none (the library defaults)}"
