@@ -77,27 +77,14 @@ static SM_COLD void *no_region(unsigned cls, size_t size, size_t align)
 	return p ? p : alloc_large(size, align, false);
 }
 
-/* sm_alloc_swap's way when the free stack needs sorting first (class_swap). */
-static SM_COLD void *alloc_swap_sorted(struct stack *b, struct stack *f, size_t size)
-{
-	if (!class_swap(b, f))
-		return sm_alloc_slow(size); /* every object was another thread's */
-	return free_key_clear(*--b->top);
-}
-
-/* malloc's stacks are empty, or its free stack needs sorting: the free stack's objects become
- * the allocation stack (the two arrays swap) and malloc takes the top one; else the slow path. Kept apart from sm_alloc_slow and
- * short: a malloc/free loop over more objects than a stack holds comes here once per round
- * (with the swap inside sm_alloc_slow, 250 mallocs then 250 frees took about 1 TSC cycle
- * more per malloc on the 2-core VM). */
+/* malloc's fastpath found nothing it may pop: the allocation stack is empty, and the free
+ * stack is empty or needs sorting first. A sorted free stack becomes the allocation stack
+ * (class_swap) and malloc takes its top; else the slow path. */
 void *sm_alloc_swap(struct stack *b, size_t size)
 {
 	struct stack *f = free_stack_beside(b);
-	if (f->top == f->slots)
+	if (f->top == f->slots || !class_swap(b, f)) /* (or every object was another thread's) */
 		return sm_alloc_slow(size);
-	if (class_needs_sort(f)) /* out of line: this function keeps no stack frame */
-		return alloc_swap_sorted(b, f, size);
-	stack_swap(b, f);
 	return free_key_clear(*--b->top);
 }
 

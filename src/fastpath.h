@@ -4,9 +4,10 @@
  *                 last, whose lines are the likeliest to be in the cache, comes back first.
  *                 Not while the free stack needs sorting (class_needs_sort).
  *                 Else pop the allocation stack: the thread's tcache + sm_stack_at[(n-1)/16].
- *                 -> both empty, or the free stack needs sorting: sm_alloc_swap. The free
- *                    stack's objects become the allocation stack (class_swap, which first
- *                    moves other threads' sub-line objects to the remote stack).
+ *                 -> the allocation stack empty, the free stack empty or in need of
+ *                    sorting: sm_alloc_swap. A free stack's objects become the allocation
+ *                    stack (class_swap, which first moves other threads' sub-line objects
+ *                    to the remote stack).
  *                 -> both empty, n 0 or above MAX_SMALL, thread not set up: sm_alloc_slow
  *                    (alloc.c)
  *                      -> sm_refill (tcache.c): spill chain, take-all, carve, partial slab,
