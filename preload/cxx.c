@@ -36,9 +36,9 @@ DELETE(cxx_delete_array_nothrow, "_ZdaPvRKSt9nothrow_t", (void *p, const void *t
 DELETE(cxx_delete_al, "_ZdlPvSt11align_val_t", (void *p, size_t al), ((void)al, sm_free_fast(p)))
 DELETE(cxx_delete_array_al, "_ZdaPvSt11align_val_t", (void *p, size_t al), ((void)al, sm_free_fast(p)))
 DELETE(cxx_delete_sized_al, "_ZdlPvmSt11align_val_t", (void *p, size_t n, size_t al),
-       ((void)al, sm_free_sized_fast(p, n)))
+       ((void)al, sm_free_aligned_sized_fast(p, n)))
 DELETE(cxx_delete_array_sized_al, "_ZdaPvmSt11align_val_t", (void *p, size_t n, size_t al),
-       ((void)al, sm_free_sized_fast(p, n)))
+       ((void)al, sm_free_aligned_sized_fast(p, n)))
 DELETE(cxx_delete_al_nothrow, "_ZdlPvSt11align_val_tRKSt9nothrow_t",
        (void *p, size_t al, const void *t), ((void)al, (void)t, sm_free_fast(p)))
 DELETE(cxx_delete_array_al_nothrow, "_ZdaPvSt11align_val_tRKSt9nothrow_t",

@@ -32,7 +32,7 @@ SM_EXPORT void free_sized(void *p, size_t size)
 SM_EXPORT void free_aligned_sized(void *p, size_t align, size_t size)
 {
 	(void)align;
-	sm_free_sized_fast(p, size);
+	sm_free_aligned_sized_fast(p, size);
 }
 
 SM_EXPORT void *calloc(size_t n, size_t size)

@@ -28,7 +28,7 @@ static void *alloc_class(unsigned cls, size_t req, void *caller)
 	struct stack *b = &tc->alloc_stack[cls], *f = &tc->free_stack[cls];
 	void *p;
 	/* SLUBMALLOC_STATS=1 (sizeclass.c): the fastpath's work, counted here */
-	if (f->top != f->slots && !class_needs_sort(f)) {
+	if (f->top > f->floor) {
 		p = *--f->top;
 		sm_count(&sm_g.caches[cls], EV_ALLOC_FAST, 1);
 	} else if (b->top != b->slots || class_swap(b, f)) {
@@ -83,6 +83,8 @@ static SM_COLD void *no_region(unsigned cls, size_t size, size_t align)
 void *sm_alloc_swap(struct stack *b, size_t size)
 {
 	struct stack *f = free_stack_beside(b);
+	if (unlikely(!sm_tc.held) && __atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED))
+		sm_hold(&sm_tc);
 	if (f->top == f->slots || !class_swap(b, f)) /* (or every object was another thread's) */
 		return sm_alloc_slow(size);
 	return free_key_clear(*--b->top);
@@ -96,6 +98,11 @@ __attribute__((noinline)) void *sm_alloc_slow(size_t size)
 		sm_init();
 	if (size > MAX_SMALL)
 		return alloc_large(size, 0, false);
+	if (size == 0 && unlikely(sm_opt.debug & DBG_E)) {
+		void *z = sm_debug_zero_alloc();
+		if (z)
+			return z;
+	}
 	unsigned cls = sm_size_to_class(size);
 	void *p = alloc_class(cls, size, __builtin_return_address(0));
 	return likely(p) ? p : no_region(cls, size, 0);
@@ -137,7 +144,7 @@ void sm_free_slow(void *p)
 			free_key_set(p);
 			sm_count(c, EV_FREE_FAST, 1);
 		}
-	} else {
+	} else if (!sm_debug_zero_has(p)) {
 		int r = sm_large_free(p);
 		if (r < 0)
 			sm_fatal("double free", p, "(a large block, already freed)");
@@ -160,6 +167,8 @@ static size_t usable(const void *p, const char *call)
 			sm_fatal(call, p, "(not the start of an object of slubmalloc)");
 		return s->size;
 	}
+	if (sm_debug_zero_has(p))
+		return 0;
 	size_t n = sm_large_usable(p);
 	if (!n)
 		sm_fatal(call, p, "(not allocated by slubmalloc)");
@@ -171,11 +180,19 @@ size_t sm_usable_size(const void *p)
 	return p ? usable(p, "invalid malloc_usable_size") : 0;
 }
 
-/* sized free's slow path (fastpath.h): the size given must fit the block. */
-void sm_free_sized(void *p, size_t size)
+/* sized free's slow path (fastpath.h): the size given must fit the block and, with lower, be
+ * one malloc or realloc could have put in it (a debug block knows its exact size). */
+void sm_free_sized(void *p, size_t size, bool lower)
 {
-	if (p && size > sm_usable_size(p))
-		sm_fatal("sized free", p, "(size larger than the block)");
+	if (p) {
+		uintptr_t a = (uintptr_t)p;
+		bool exact = region_is_ours(a) && slab_of(a) && slab_of(a)->cache->debug;
+		size_t have = sm_usable_size(p);
+		if (size > have)
+			sm_fatal("sized free", p, "(size larger than the block)");
+		if (lower && (exact ? size != have : !lower_ok(size, have)))
+			sm_fatal("sized free", p, "(size smaller than the block)");
+	}
 	sm_free_slow(p);
 }
 

@@ -13,7 +13,13 @@
  * right red zone's end are DBG_RZ_BYTE while allocated, and the left red zone always is. With
  * P, a free object's bytes are all DBG_POISON. Objects come from the cache's own spill chain
  * and active slab (cache->debug_source, through sm_fill) under cache->dlock, and go back with
- * one push each (sm_free_to_slab). */
+ * one push each (sm_free_to_slab).
+ * With Q a freed object first waits in the quarantine (DSTATE_FREE, poisoned with P), which
+ * holds up to QUAR_SLOTS objects and QUAR_BYTES bytes. A full quarantine lets a random one go:
+ * reuse comes late and in no predictable order. The quarantine lock is a leaf: nothing is
+ * taken under it.
+ * With E, malloc(0) returns a pointer into a reserved range that has no access: any read or
+ * write faults. Such pointers are 16 bytes apart; free and realloc accept them. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -202,6 +208,8 @@ void *sm_debug_alloc(struct cache *c, size_t req, void *caller)
 		memset(slot, DBG_RZ_BYTE, DBG_RZ);
 		memset(slot + DBG_RZ + req, DBG_RZ_BYTE, c->osize - req + DBG_RZ);
 	}
+	if (c->debug & DBG_I)
+		memset(slot + DBG_RZ, 0, req);
 	return slot + DBG_RZ;
 }
 
@@ -229,6 +237,52 @@ static struct dmeta *live_meta(struct slab *s, void *p, const char *call)
 	report_free(c, slot, call, "(never handed out, or its debug state was overwritten)");
 }
 
+#define QUAR_SLOTS 4096
+#define QUAR_BYTES (32u << 20)
+static sm_lock_t quar_lock;
+static char *quar[QUAR_SLOTS]; /* slots of freed objects */
+static uint32_t quar_n;
+static size_t quar_bytes;
+static uint64_t quar_rng = 0x9e3779b97f4a7c15ULL;
+
+static size_t slot_bytes(char *slot)
+{
+	return slab_of((uintptr_t)slot)->cache->osize;
+}
+
+/* Put slot in the quarantine; the objects it lets go (at most out_cap) go to out[]. */
+static unsigned quarantine(char *slot, char **out, unsigned out_cap)
+{
+	unsigned n = 0;
+	size_t bytes = slot_bytes(slot);
+	sm_lock(&quar_lock);
+	while (quar_n && n < out_cap && (quar_n == QUAR_SLOTS || quar_bytes + bytes > QUAR_BYTES)) {
+		quar_rng ^= quar_rng << 13, quar_rng ^= quar_rng >> 7, quar_rng ^= quar_rng << 17;
+		uint32_t i = (uint32_t)(quar_rng % quar_n);
+		out[n++] = quar[i];
+		quar_bytes -= slot_bytes(quar[i]);
+		quar[i] = quar[--quar_n];
+	}
+	if (quar_n < QUAR_SLOTS) {
+		quar[quar_n++] = slot;
+		quar_bytes += bytes;
+	} else {
+		out[n++] = slot; /* (out_cap reached first: slot goes at once) */
+	}
+	sm_unlock(&quar_lock);
+	return n;
+}
+
+void sm_debug_lock_all(void)
+{
+	sm_lock(&quar_lock);
+}
+
+void sm_debug_unlock_all(void)
+{
+	sm_unlock(&quar_lock);
+}
+
 void sm_debug_free(struct slab *s, void *p, void *caller)
 {
 	struct cache *c = s->cache;
@@ -240,8 +294,41 @@ void sm_debug_free(struct slab *s, void *p, void *caller)
 	m->free_tid = tid();
 	if (c->debug & DBG_P)
 		memset(p, DBG_POISON, c->osize);
+	else if (c->debug & DBG_I)
+		memset(p, 0, c->osize);
 	m->state = DSTATE_FREE ^ (uintptr_t)m;
-	sm_free_to_slab(s, slot);
+	if (!(c->debug & DBG_Q)) {
+		sm_free_to_slab(s, slot);
+		return;
+	}
+	char *out[8];
+	unsigned n = quarantine(slot, out, 8);
+	for (unsigned i = 0; i < n; i++)
+		sm_free_to_slab(slab_of((uintptr_t)out[i]), out[i]);
+}
+
+/* ---- E: zero-size blocks ---- */
+#define ZERO_BYTES (64u << 20)
+static char *zero_base;
+static uint64_t zero_next;
+
+void sm_debug_zero_init(void)
+{
+	zero_base = sm_os_reserve(ZERO_BYTES);
+}
+
+void *sm_debug_zero_alloc(void)
+{
+	if (!zero_base)
+		return NULL;
+	uint64_t k = __atomic_fetch_add(&zero_next, 1, __ATOMIC_RELAXED);
+	return zero_base + (k % (ZERO_BYTES / MIN_ALIGN)) * MIN_ALIGN;
+}
+
+bool sm_debug_zero_has(const void *p)
+{
+	return zero_base && (uintptr_t)p - (uintptr_t)zero_base < ZERO_BYTES &&
+	       !((uintptr_t)p % MIN_ALIGN);
 }
 
 size_t sm_debug_usable(struct slab *s, const void *p)

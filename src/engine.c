@@ -11,7 +11,6 @@
 #include "internal.h"
 
 struct sm_global sm_g;
-uint64_t sm_free_key;
 size_t sm_vec_min = SIZE_MAX;
 __thread struct tcache sm_tc TLS_IE;
 
@@ -36,11 +35,13 @@ void sm_init(void)
 	}
 	sm_options_read();
 	sm_os_random(&sm_g.secret, sizeof sm_g.secret);
-	sm_os_random(&sm_free_key, sizeof sm_free_key);
-	sm_free_key |= 1ULL << 63 | 1;
 	sm_vec_min = sm_opt.avx2 && cpu_has_avx2() ? 4 : SIZE_MAX;
 	sm_sizeclass_init(sm_opt.stats);
 	sm_region_first();
+	if ((sm_opt.debug & DBG_E) && sm_options_debugs("zero"))
+		sm_debug_zero_init();
+	sm_large_debug = sm_opt.debug & (DBG_Z | DBG_P | DBG_Q) && sm_options_debugs("large")
+				 ? sm_opt.debug : 0;
 	for (unsigned i = 0; i < NCLASS; i++) {
 		char name[32] = "kmalloc-";
 		unsigned sz = sm_class_size(i), k = 8;

@@ -2,7 +2,7 @@
  * Call tree:
  *   malloc(n)  -> sm_alloc_fast: pop the free stack of n's class, so that the object freed
  *                 last, whose lines are the likeliest to be in the cache, comes back first.
- *                 Not while the free stack needs sorting (class_needs_sort).
+ *                 Not while the free stack is held (it needs sorting: its floor is lim).
  *                 Else pop the allocation stack: the thread's tcache + sm_stack_at[(n-1)/16].
  *                 -> the allocation stack empty, the free stack empty or in need of
  *                    sorting: sm_alloc_swap. A free stack's objects become the allocation
@@ -20,7 +20,8 @@
  *                      -> sm_flush (tcache.c): swap with an empty stack, grow, or send the
  *                         older half back (sm_free_array, one cas16 per slab).
  *   free_sized(p, n), sized delete -> sm_free_sized_fast: the same, with n <= the slab's
- *                 object size in the same test. Else sm_free_sized (alloc.c).
+ *                 object size and n above half of it in the same test. Else sm_free_sized
+ *                 (alloc.c). The aligned forms check n <= the object size only.
  * Neither fastpath takes a lock or uses an atomic instruction.
  * Each touches one word of the object: the free key (word 1).
  * A thread's struct tcache starts zeroed: no slots, no room. So its first malloc and first
@@ -36,7 +37,7 @@ static inline void *sm_alloc_fast(size_t size)
 		struct stack *b = alloc_stack_for(size);
 		struct stack *f = free_stack_beside(b);
 		void **t = f->top;
-		if (t != f->slots && !class_needs_sort(f)) { /* the object freed last first */
+		if (t > f->floor) { /* the object freed last first (not when held) */
 			f->top = --t;
 			return free_key_clear(*t);
 		}
@@ -50,15 +51,17 @@ static inline void *sm_alloc_fast(size_t size)
 	return sm_alloc_slow(size);
 }
 
-/* free's fastpath for a block of at least size bytes (0: any); sized frees pass their size,
- * checked against the slab's object size beside the object check. */
-static inline bool free_push(void *p, size_t size)
+/* free's fastpath for a block of at least size bytes (0: any). Sized frees pass their size,
+ * checked against the slab's object size beside the object check. With lower, the size must
+ * also be one that malloc or realloc could have put in this block: above half the object size,
+ * less MIN_ALIGN (lower_ok). */
+static inline bool free_push(void *p, size_t size, bool lower)
 {
 	uintptr_t a = (uintptr_t)p;
 	if (likely(region_is_ours(a))) {
 		struct slab *s = page_desc(a);
 		if (likely(is_object(s, a)) && likely(size <= s->size) &&
-		    likely(!free_key_is_set(p))) {
+		    (!lower || likely(lower_ok(size, s->size))) && likely(!free_key_is_set(p))) {
 			struct stack *b = free_stack_of(s);
 			void **t = b->top, **lim = b->lim;
 			if (likely(t < lim)) { /* (the key covers stack_push's top check) */
@@ -74,18 +77,27 @@ static inline bool free_push(void *p, size_t size)
 
 static inline void sm_free_fast(void *p)
 {
-	if (likely(free_push(p, 0)))
+	if (likely(free_push(p, 0, false)))
 		return;
 	sm_free_slow(p);
 }
 
-/* free_sized, free_aligned_sized, sized operator delete: free's fastpath; a size larger than
- * the block, a large block, a full stack: the slow path, which reports a wrong size. */
+/* free_sized, sized operator delete: free's fastpath; a size that cannot be the block's, a
+ * large block, a full stack: the slow path, which reports a wrong size. */
 static inline void sm_free_sized_fast(void *p, size_t size)
 {
-	if (likely(free_push(p, size)))
+	if (likely(free_push(p, size, true)))
 		return;
-	sm_free_sized(p, size);
+	sm_free_sized(p, size, true);
+}
+
+/* free_aligned_sized, aligned sized delete: the same, with no lower bound (an aligned block
+ * may be of a class far larger than its size). */
+static inline void sm_free_aligned_sized_fast(void *p, size_t size)
+{
+	if (likely(free_push(p, size, false)))
+		return;
+	sm_free_sized(p, size, false);
 }
 
 /* operator new: malloc's fastpath, then the new-handler protocol (alloc.c). */

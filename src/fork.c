@@ -30,12 +30,14 @@ static void engine_lock_all(void)
 	sm_caches_lock_all();
 	sm_region_lock_all();
 	sm_large_lock_all();
+	sm_debug_lock_all();
 	pcpu_lock_all();
 }
 
 static void engine_unlock_all(bool child)
 {
 	pcpu_unlock_all(child);
+	sm_debug_unlock_all();
 	sm_large_unlock_all(child);
 	sm_region_unlock_all(child);
 	sm_caches_unlock_all(child);

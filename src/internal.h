@@ -136,77 +136,7 @@ struct cache {
 	char name[32];
 } __attribute__((aligned(64)));
 
-/* A thread's object cache of one class ("kmem_cache_cpu", shaped as the kernel's sheaves) is two
- * stacks of object pointers, each a struct stack.
- * free pushes *top++ of the free stack (tcache.free_stack).
- * malloc pops *--top of the free stack first, while it needs no sorting: the object freed last
- * comes back first, while its lines are likely still cached.
- * Else malloc pops the allocation stack (tcache.alloc_stack). It holds what a refill brought
- * and what a swap moved over.
- * malloc that finds the allocation stack empty while the free stack needs sorting swaps the
- * two first (stack_swap, through class_swap).
- * free that finds its stack full swaps them when malloc's is empty, else sends the older half
- * back.
- * Pointers, not a count: the fastpaths compare and store without scaling an index. */
-struct stack {
-	void **top;      /* objects are slots[0, top - slots) */
-	void **lim;      /* slots + capacity: free's fastpath pushes while top < lim; equal to
-			  * slots (no room) until the thread is set up, and again after it exits */
-	void **slots;    /* slots[-1] is a NULL guard (the double-free check reads it) */
-	uint16_t key;    /* classes below a cache line: the thread's id (class_swap sends
-			  * objects of slabs another thread owns to the remote_stack); 0 otherwise */
-};
-
-static inline uint32_t stack_count(const struct stack *b)
-{
-	return (uint32_t)(b->top - b->slots);
-}
-static inline uint32_t stack_cap(const struct stack *b)
-{
-	return (uint32_t)(b->lim - b->slots);
-}
-/* Give b the array v (v[-1] a NULL guard) of cap slots, empty. */
-static inline void stack_init(struct stack *b, void **v, uint32_t cap)
-{
-	b->top = b->slots = v;
-	b->lim = v + cap;
-}
-/* Take b's room away (its objects are gone): every call on it takes the slow path. */
-static inline void stack_close(struct stack *b)
-{
-	b->top = b->lim = b->slots;
-}
-
-/* free()'s push, checks included: p onto b when there is room and p is not b's top already (a
- * double free; slots[-1] is a NULL guard). Returns false, b unchanged, otherwise. */
-static inline bool stack_push(struct stack *b, void *p)
-{
-	void **t = b->top;
-	if (likely(t < b->lim && t[-1] != p)) {
-		*t = p;
-		b->top = t + 1;
-		return true;
-	}
-	return false;
-}
-
-/* Make f's objects the allocation stack's: a's array (empty) becomes the free stack. Returns
- * whether a has objects now. */
-static inline bool stack_swap(struct stack *a, struct stack *f)
-{
-	void **atop = a->top, **alim = a->lim, **aslots = a->slots;
-	void **ftop = f->top, **flim = f->lim, **fslots = f->slots;
-	/* six 8-byte loads, none wider: the fastpaths stored a->top and f->top alone a moment
-	 * ago, and a load wider than such a store waits for it to leave the store buffer */
-	__asm__("" : "+r"(atop), "+r"(alim), "+r"(aslots), "+r"(ftop), "+r"(flim), "+r"(fslots));
-	f->top = atop;
-	f->lim = alim;
-	f->slots = aslots;
-	a->top = ftop;
-	a->lim = flim;
-	a->slots = fslots;
-	return ftop != fslots;
-}
+#include "stack.h"
 
 enum tstate { T_NEW = 0, T_LIVE = 1, T_DEAD = 2 };
 
@@ -229,6 +159,7 @@ struct tcache {
 	uint16_t id;                  /* this thread's id, 1..65535, for slab->subline_owner (two
 				       * threads may share one: a cost, false sharing, never an
 				       * error) */
+	uint8_t held;                 /* the sub-line classes' free stacks are held (sm_hold) */
 	/* Typed caches (typed.c): touched only inside slub_cache_* calls, which set typed_in to
 	 * their cache meanwhile, and by slub_cache_destroy of another thread once typed_in is not
 	 * that cache. */
@@ -253,14 +184,17 @@ static inline struct stack *free_stack_of(const struct slab *s)
 
 /* Whether objects of slabs another thread froze may be on a thread's sub-line free stacks: set once
  * a second thread gets a cache (thread.c, sm_thread_setup). Until then class_swap has nothing
- * to sort: a single-threaded program never pays for it. */
+ * to sort: a single-threaded program never pays for it. Each thread then holds its sub-line
+ * free stacks (sm_hold), at its setup or at its next swap or flush. */
 extern int sm_subline_shared;
 void sm_sort_foreign(struct stack *f); /* tcache.c: class_swap's sorting, out of line */
+void sm_hold(struct tcache *tc);       /* tcache.c: hold them once sm_subline_shared is set */
+void sm_free_stack_floor(struct tcache *tc, unsigned cls); /* after its slots or lim change */
 
 /* Whether free_stack f must be sorted before its objects become allocatable (class_swap). */
 static inline bool class_needs_sort(const struct stack *f)
 {
-	return unlikely(f->key) && unlikely(__atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED));
+	return unlikely(stack_held(f));
 }
 
 /* The free stack of the same class as the allocation stack b. */
@@ -271,9 +205,9 @@ static inline struct stack *free_stack_beside(struct stack *b)
 }
 /* stack_swap for a size class's stacks b (malloc's) and f = free_stack (the only way f's objects
  * become allocatable): in classes below a cache line, f's objects of slabs another thread froze
- * last (slab->subline_owner != f->key) first go to the remote_stack, so a thread never reuses a
- * small object next to ones another thread writes (passive false sharing). Returns whether b has
- * objects now. */
+ * last (slab->subline_owner != the thread's id) first go to the remote_stack, so a thread never
+ * reuses a small object next to ones another thread writes (passive false sharing). Returns
+ * whether b has objects now. */
 static inline bool class_swap(struct stack *b, struct stack *f)
 {
 	if (class_needs_sort(f))
@@ -286,7 +220,11 @@ static inline bool class_swap(struct stack *b, struct stack *f)
 #define DBG_Z 2u   /* red zones around objects, checked at free */
 #define DBG_P 4u   /* poison free objects, checked when handed out again */
 #define DBG_U 8u   /* record allocation and free call sites and threads */
-#define DBG_ALL (DBG_F | DBG_Z | DBG_P | DBG_U)
+#define DBG_Q 16u  /* quarantine: freed objects wait, and come back in random order */
+#define DBG_I 32u  /* init: objects zeroed when handed out (and freed, without P) */
+#define DBG_E 64u  /* empty: malloc(0) returns a pointer every access to faults */
+#define DBG_LETTERS "FZPUQIE" /* bit i is letter i */
+#define DBG_ALL (DBG_F | DBG_Z | DBG_P | DBG_U | DBG_Q | DBG_I | DBG_E)
 struct sm_options {
 	int stats;                /* SLUBMALLOC_STATS */
 	int verbose;              /* SLUBMALLOC_VERBOSE */
@@ -350,24 +288,36 @@ static inline void *fp_get(void *obj, uint32_t off)
 }
 
 /* ---- the free key: double frees caught in the default mode (harden.c) ----
- * free() stores sm_free_key in word 1 of each object it pushes on a thread stack; every
+ * free() stores FREE_KEY in word 1 of each object it pushes on a thread stack; every
  * path that hands an object out clears it (malloc, the slow paths, malloc_bulk). A free that
  * finds the key already there takes the slow path, which looks for the object on the
  * thread's stacks and its slab's freelist and reports a double free when it is there; else
  * (the program wrote the key itself) the free goes on. Word 0 stays the freelist link. */
-extern uint64_t sm_free_key; /* random, odd, top bit set: no pointer, no small number */
+/* A constant: a 32-bit immediate, sign-extended, in the compare and the store. Top bit set: no
+ * pointer, no small number. A secret key would buy nothing: a program that forges it only sends
+ * its free to the search, and one that overwrites it defeats any key. */
+#define FREE_KEY ((uint64_t)(int64_t)(int32_t)0x9e3779b9u)
 static inline bool free_key_is_set(const void *p)
 {
-	return ((const uint64_t *)p)[1] == sm_free_key;
+	return ((const uint64_t *)p)[1] == FREE_KEY;
 }
 static inline void free_key_set(void *p)
 {
-	((uint64_t *)p)[1] = sm_free_key;
+	((uint64_t *)p)[1] = FREE_KEY;
 }
 static inline void *free_key_clear(void *p)
 {
 	((uint64_t *)p)[1] = 0;
 	return p;
+}
+
+/* Whether a sized free of size bytes fits a block of have bytes from below: malloc puts a size
+ * in the smallest class that holds it, classes are at most twice apart, and realloc keeps a
+ * block it shrinks to more than half. So a size of at most half the block, less MIN_ALIGN, is
+ * a wrong one. */
+static inline bool lower_ok(size_t size, size_t have)
+{
+	return 2 * size + MIN_ALIGN >= have;
 }
 
 /* ---- pointer -> region -> slab (virt_to_slab) ---- */
@@ -594,7 +544,7 @@ void *sm_calloc(size_t n, size_t size);
 void *sm_realloc(void *p, size_t size);
 void *sm_memalign(size_t align, size_t size);
 size_t sm_usable_size(const void *p);
-void sm_free_sized(void *p, size_t size);
+void sm_free_sized(void *p, size_t size, bool lower);
 int sm_posix_memalign(void **out, size_t align, size_t size);
 void *sm_valloc(size_t size);
 void *sm_pvalloc(size_t size);
@@ -615,6 +565,12 @@ void sm_debug_slab_init(struct slab *s);   /* a new slab of a debug cache */
 void *sm_debug_alloc(struct cache *c, size_t req, void *caller);
 void sm_debug_free(struct slab *s, void *p, void *caller);
 size_t sm_debug_usable(struct slab *s, const void *p);
+extern unsigned sm_large_debug;            /* large.c: debug flags for large blocks, or 0 */
+void sm_debug_lock_all(void);              /* fork: the quarantine lock */
+void sm_debug_unlock_all(void);
+void sm_debug_zero_init(void);             /* E: reserve the range malloc(0) points into */
+void *sm_debug_zero_alloc(void);           /* NULL: E is off */
+bool sm_debug_zero_has(const void *p);     /* p is such a pointer */
 
 /* "report.c": the rest is in report.h */
 SM_NORETURN void sm_fatal_in(const char *what, const void *p, const struct cache *c);

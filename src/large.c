@@ -10,10 +10,16 @@
  * the largest cached range with mremap, whose resident pages move along.
  * Ranges are parts of anonymous mappings, each inside one mapping, so any of them can be
  * unmapped or remapped on its own.
+ * With SLUBMALLOC_DEBUG (Z, P or Q, for the cache name "large"), each block is a mapping of its
+ * own: a guard page, the block's pages, a guard page. The block ends at the second guard (to
+ * its alignment; the few bytes after it, and those before it in its first page, are red zone).
+ * A freed one loses its pages and all access, and waits in a quarantine of mappings before it
+ * is unmapped: a use after free faults, and its address is not handed out again meanwhile.
  * Invariants: everything here is under large_lock, except the system calls that map or unmap a
  * range no other thread can see; table entries have key != 0; cached ranges are dirty, and
- * calloc clears a reused one. */
+ * calloc clears a reused one; debug entries have req != 0 and never enter the cache. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -23,7 +29,10 @@ struct lentry {
 	uintptr_t base; /* its range */
 	size_t len;
 	uint64_t map;   /* the mapping (VMA) the range lies in */
+	size_t req;     /* debug blocks: the size asked for; 0 otherwise */
 };
+
+unsigned sm_large_debug; /* SLUBMALLOC_DEBUG flags for large blocks (set at init) */
 
 struct lcached {
 	uintptr_t base;
@@ -227,10 +236,109 @@ static unsigned cache_put(struct lcached m, struct lcached *drop)
 	}
 }
 
+/* ---- debug blocks ---- */
+#define LQUAR_SLOTS 64
+#define LRZ_BYTE 0xbb
+static struct lcached lquar[LQUAR_SLOTS]; /* .when: the address handed out */
+static unsigned lquar_next;
+
+static bool in_quarantine(uintptr_t p)
+{
+	for (unsigned i = 0; i < LQUAR_SLOTS; i++)
+		if (lquar[i].base && p - lquar[i].base < lquar[i].len)
+			return true;
+	return false;
+}
+
+static void *debug_alloc(size_t size, size_t align)
+{
+	size_t page = PAGE_SIZE_OS, a = align > MIN_ALIGN ? align : MIN_ALIGN;
+	size_t body = (size + a - 1 + page - 1) & ~(page - 1);
+	size_t len = body + 2 * page;
+	char *map = sm_os_reserve(len);
+	if (!map)
+		return errno = ENOMEM, NULL;
+	sm_os_protect(map + page, body, true);
+	char *end = map + page + body;
+	char *p = (char *)((uintptr_t)(end - size) & ~(a - 1));
+	if (sm_large_debug & DBG_Z) {
+		memset(map + page, LRZ_BYTE, (size_t)(p - (map + page)));
+		memset(p + size, LRZ_BYTE, (size_t)(end - (p + size)));
+	}
+	sm_lock(&large_lock);
+	if ((table_used + 1) * 2 > table_cap && grow() < 0) {
+		sm_unlock(&large_lock);
+		sm_os_unmap(map, len);
+		return errno = ENOMEM, NULL;
+	}
+	insert_nogrow((struct lentry){.key = (uintptr_t)p, .base = (uintptr_t)map, .len = len,
+				      .map = 0, .req = size});
+	sm_stat_large++;
+	live_add(1, (int64_t)body);
+	sm_unlock(&large_lock);
+	return p;
+}
+
+/* The red zone's first changed byte around debug block e, or NULL. */
+static const unsigned char *debug_bad_zone(const struct lentry *e)
+{
+	const unsigned char *lo = (const unsigned char *)e->base + PAGE_SIZE_OS;
+	const unsigned char *hi = (const unsigned char *)e->base + e->len - PAGE_SIZE_OS;
+	const unsigned char *p = (const unsigned char *)e->key;
+	for (const unsigned char *q = lo; q < p; q++)
+		if (*q != LRZ_BYTE)
+			return q;
+	for (const unsigned char *q = p + e->req; q < hi; q++)
+		if (*q != LRZ_BYTE)
+			return q;
+	return NULL;
+}
+
+/* "slubmalloc: redzone overwritten at 0x.. (large block 0x.., offset N, size S)", abort. */
+SM_NORETURN static void zone_report(const struct lentry *e, const unsigned char *bad)
+{
+	const unsigned char *p = (const unsigned char *)e->key;
+	sm_write(2, "slubmalloc: redzone overwritten at 0x");
+	sm_write_num(2, (uintptr_t)bad, 16);
+	sm_write(2, " (large block 0x");
+	sm_write_num(2, (uintptr_t)p, 16);
+	sm_write(2, bad < p ? ", offset -" : ", offset ");
+	sm_write_num(2, (uint64_t)(bad < p ? p - bad : bad - p), 10);
+	sm_write(2, ", size ");
+	sm_write_num(2, e->req, 10);
+	sm_write(2, ")\n");
+	abort();
+}
+
+/* Free debug block e (lock held; released here). */
+static void debug_free(struct lentry *e)
+{
+	struct lentry m = *e;
+	if (sm_large_debug & DBG_Z) {
+		const unsigned char *bad = debug_bad_zone(&m);
+		if (bad) {
+			sm_unlock(&large_lock);
+			zone_report(&m, bad);
+		}
+	}
+	erase(e);
+	live_add(-1, -(int64_t)(m.len - 2 * PAGE_SIZE_OS));
+	struct lcached out = lquar[lquar_next];
+	lquar[lquar_next] = (struct lcached){.base = m.base, .len = m.len, .when = m.key};
+	lquar_next = (lquar_next + 1) % LQUAR_SLOTS;
+	sm_unlock(&large_lock);
+	sm_os_purge((void *)m.base, m.len);
+	sm_os_protect((void *)m.base, m.len, false);
+	if (out.base)
+		sm_os_unmap((void *)out.base, out.len);
+}
+
 void *sm_large_alloc(size_t size, size_t align, bool zero)
 {
 	if (size > PTRDIFF_MAX - 2 * REGION_SIZE || align > REGION_SIZE * 256)
 		return errno = ENOMEM, NULL;
+	if (sm_large_debug)
+		return debug_alloc(size, align); /* (fresh pages: zero) */
 	size_t len = size ? (size + PAGE_SIZE_OS - 1) & ~(PAGE_SIZE_OS - 1) : PAGE_SIZE_OS;
 	struct lcached drop[2 * LARGE_CACHE_SLOTS + 1];
 	uintptr_t base = 0;
@@ -310,9 +418,13 @@ int sm_large_free(void *p)
 	sm_lock(&large_lock);
 	struct lentry *e = lookup((uintptr_t)p);
 	if (!e) {
-		int r = in_cached((uintptr_t)p) ? -1 : 0;
+		int r = in_cached((uintptr_t)p) || in_quarantine((uintptr_t)p) ? -1 : 0;
 		sm_unlock(&large_lock);
 		return r;
+	}
+	if (e->req) {
+		debug_free(e);
+		return 1;
 	}
 	struct lcached m = {.base = e->base, .len = e->len, .when = sm_os_now_ns(), .map = e->map};
 	erase(e);
@@ -328,7 +440,7 @@ size_t sm_large_usable(const void *p)
 {
 	sm_lock(&large_lock);
 	struct lentry *e = lookup((uintptr_t)p);
-	size_t n = e ? e->len - ((uintptr_t)p - e->base) : 0;
+	size_t n = !e ? 0 : e->req ? e->req : e->len - ((uintptr_t)p - e->base);
 	sm_unlock(&large_lock);
 	return n;
 }
@@ -352,7 +464,7 @@ void *sm_large_realloc(void *p, size_t size)
 	void *q = sm_os_remap((void *)m.base, m.len, len);
 	sm_lock(&large_lock);
 	insert_nogrow(q ? (struct lentry){(uintptr_t)q, (uintptr_t)q, len,
-					  (uintptr_t)q == m.base ? m.map : next_map++}
+					  (uintptr_t)q == m.base ? m.map : next_map++, 0}
 			: m);
 	if (q)
 		live_add(0, (int64_t)len - (int64_t)m.len);

@@ -71,7 +71,7 @@ static void read_num(const char *name, uint64_t max, uint64_t *out, const char *
 		warn(name, v, why);
 }
 
-/* "[flags][,cache,...]": flags from FZPU ("" or "1": all of them, "-": none). */
+/* "[flags][,cache,...]": flags from DBG_LETTERS ("" or "1": all of them, "-": none). */
 static void read_debug(void)
 {
 	const char *v = env("SLUBMALLOC_DEBUG");
@@ -84,16 +84,13 @@ static void read_debug(void)
 		flags = DBG_ALL;
 	} else if (!(nflags == 1 && v[0] == '-')) {
 		for (size_t i = 0; i < nflags; i++) {
-			switch (v[i] | 0x20) { /* either case */
-			case 'f': flags |= DBG_F; break;
-			case 'z': flags |= DBG_Z; break;
-			case 'p': flags |= DBG_P; break;
-			case 'u': flags |= DBG_U; break;
-			default:
-				warn("SLUBMALLOC_DEBUG", v, "flags are letters of FZPU, then optional "
-				     ",cache names; debugging stays off");
+			const char *l = v[i] ? strchr(DBG_LETTERS, v[i] & ~0x20) : NULL; /* either case */
+			if (!l) {
+				warn("SLUBMALLOC_DEBUG", v, "flags are letters of " DBG_LETTERS
+				     ", then optional ,cache names; debugging stays off");
 				return;
 			}
+			flags |= 1u << (l - DBG_LETTERS);
 		}
 	}
 	const char *list = comma ? comma + 1 : "";
@@ -171,12 +168,11 @@ static void show_num(const char *name, uint64_t v, const char *meaning)
 /* SLUBMALLOC_VERBOSE=1: the options in effect, one per line. */
 void sm_options_print(void)
 {
-	char dbg[8 + sizeof sm_opt.debug_caches];
+	char dbg[16 + sizeof sm_opt.debug_caches];
 	int k = 0;
-	const char *letters = "FZPU";
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; DBG_LETTERS[i]; i++)
 		if (sm_opt.debug & (1u << i))
-			dbg[k++] = letters[i];
+			dbg[k++] = DBG_LETTERS[i];
 	if (!k)
 		dbg[k++] = '-';
 	dbg[k] = 0;
@@ -188,8 +184,8 @@ void sm_options_print(void)
 	show_num("SLUBMALLOC_STATS", (uint64_t)sm_opt.stats, "1: print statistics at exit; default 0");
 	show("SLUBMALLOC_STATS_FILE", sm_opt.stats_file[0] ? sm_opt.stats_file : "(stderr)",
 	     "where SLUBMALLOC_STATS=1 writes; default stderr");
-	show("SLUBMALLOC_DEBUG", dbg, "F checks, Z red zones, P poison, U call sites [,caches]; "
-	     "default - (off)");
+	show("SLUBMALLOC_DEBUG", dbg, "F checks, Z red zones, P poison, U call sites, Q quarantine, "
+	     "I zeroing, E faulting malloc(0) [,caches]; default - (off)");
 	show_num("SLUBMALLOC_PURGE_DELAY_MS", sm_opt.purge_delay_ns / 1000000ULL,
 		 "ms before empty slab pages and freed large blocks go back to the OS; default 1000");
 	show_num("SLUBMALLOC_MIN_PARTIAL", sm_opt.min_partial,

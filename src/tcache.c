@@ -76,11 +76,29 @@ static void restart_if_all_free(const struct cache *c, struct slab *s, struct so
 /* ---- other threads' sub-line objects (class_swap, internal.h) ---- */
 int sm_subline_shared; /* set when a second thread gets a cache (sm_thread_setup) */
 
-/* f (a sub-line free_stack, f->key the thread's id) is about to become malloc's stack: its objects
- * of slabs another thread froze last go to the remote_stack (sent back to their slabs when it is
- * full or closed), the others keep their order. */
+/* The calling thread's sub-line free stacks become held: malloc's fastpath stops popping them,
+ * and class_swap sorts them first. Once, after a second thread got a cache. */
+void sm_hold(struct tcache *tc)
+{
+	if (tc->state != T_LIVE)
+		return;
+	tc->held = 1;
+	for (unsigned i = 0; i < NCLASS; i++)
+		sm_free_stack_floor(tc, i);
+}
+
+void sm_free_stack_floor(struct tcache *tc, unsigned cls)
+{
+	struct stack *f = &tc->free_stack[cls];
+	f->floor = tc->held && sm_g.caches[cls].size < 64 ? f->lim : f->slots;
+}
+
+/* f (a held sub-line free_stack of the calling thread) is about to become malloc's stack: its
+ * objects of slabs another thread froze last go to the remote_stack (sent back to their slabs
+ * when it is full or closed), the others keep their order. */
 void sm_sort_foreign(struct stack *f)
 {
+	uint16_t id = sm_tc.id;
 	struct stack *r = f + (offsetof(struct tcache, remote_stack) -
 			       offsetof(struct tcache, free_stack)) /
 				    sizeof(struct stack);
@@ -91,7 +109,7 @@ void sm_sort_foreign(struct stack *f)
 		uintptr_t a = (uintptr_t)*o;
 		if ((a ^ page) >> SPAGE_SHIFT) { /* one slab's objects often come in a row */
 			page = a;
-			ours = __atomic_load_n(&page_desc(a)->subline_owner, __ATOMIC_RELAXED) == f->key;
+			ours = __atomic_load_n(&page_desc(a)->subline_owner, __ATOMIC_RELAXED) == id;
 		}
 		if (ours) {
 			*keep++ = *o;
@@ -317,6 +335,8 @@ void sm_stacks_resize(struct tcache *tc, unsigned cls, uint32_t cap)
 {
 	tc->alloc_stack[cls].lim = tc->alloc_stack[cls].slots + cap;
 	tc->free_stack[cls].lim = tc->free_stack[cls].slots + cap;
+	tc->alloc_stack[cls].floor = tc->alloc_stack[cls].slots;
+	sm_free_stack_floor(tc, cls);
 }
 
 /* The bytes of objects burst stacks of cls hold at most. */
@@ -354,7 +374,7 @@ static bool burst_stacks(struct tcache *tc, unsigned cls)
 		void **slots = v + 1 + k * (cap + 1);
 		uint32_t n = stack_count(b[k]);
 		memcpy(slots, b[k]->slots, n * sizeof(void *));
-		b[k]->slots = slots;
+		b[k]->slots = b[k]->floor = slots; /* (held again by sm_stacks_resize) */
 		b[k]->top = slots + n;
 	}
 	tc->burst[cls] = v;
@@ -381,6 +401,8 @@ void sm_flush(struct tcache *tc, unsigned cls)
 		sm_trim_self(tc); /* drains this stack too */
 		return;
 	}
+	if (unlikely(!tc->held) && __atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED))
+		sm_hold(tc);
 	struct stack *b = &tc->free_stack[cls];
 	if (tc->alloc_stack[cls].top == tc->alloc_stack[cls].slots) { /* malloc's stack is empty: these
 							      * objects become it */

@@ -69,7 +69,6 @@ void sm_thread_setup(struct tcache *tc)
 				blk[0] = NULL;
 			/* a debug cache has no stacks: its calls all take the slow path */
 			stack_init(stacks[k], blk + 1, sm_g.caches[i].debug ? 0 : sm_g.caches[i].cap);
-			stacks[k]->key = sm_g.caches[i].size < 64 ? tc->id : 0;
 			if (sm_opt.stats && k == 2) /* every free to the counted slow path: the
 						     * slabs point free() at the remote_stack (slab.c),
 						     * with no room; malloc's fastpath stays */
@@ -78,6 +77,8 @@ void sm_thread_setup(struct tcache *tc)
 		}
 	}
 	tc->state = T_LIVE;
+	if (__atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED))
+		sm_hold(tc);
 }
 
 /* Thread exit: every cached object goes back to its slab, every active slab is unfrozen.

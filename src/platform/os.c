@@ -69,6 +69,17 @@ void *sm_os_map_aligned(size_t size, size_t align)
 	return a;
 }
 
+void *sm_os_reserve(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void sm_os_protect(void *p, size_t size, bool rw)
+{
+	mprotect(p, size, rw ? PROT_READ | PROT_WRITE : PROT_NONE);
+}
+
 void sm_os_unmap(void *p, size_t size)
 {
 	munmap(p, size);
