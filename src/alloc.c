@@ -36,6 +36,8 @@ static void *alloc_class(unsigned cls, size_t req, void *caller)
 		sm_count(&sm_g.caches[cls], EV_ALLOC_FAST, 1);
 	} else {
 		p = sm_refill(tc, cls);
+		if (unlikely(sm_kfence_every))
+			sm_kfence_arm(b);
 	}
 	if (!p)
 		return errno = ENOMEM, NULL;
@@ -85,8 +87,17 @@ void *sm_alloc_swap(struct stack *b, size_t size)
 	struct stack *f = free_stack_beside(b);
 	if (unlikely(!sm_tc.held) && __atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED))
 		sm_hold(&sm_tc);
+	if (unlikely(sm_kfence_every)) {
+		void *k = sm_kfence_point(b, size);
+		if (k)
+			return k;
+		if (b->top > b->slots) /* (a raised floor that was not the sample) */
+			return free_key_clear(*--b->top);
+	}
 	if (f->top == f->slots || !class_swap(b, f)) /* (or every object was another thread's) */
 		return sm_alloc_slow(size);
+	if (unlikely(sm_kfence_every))
+		sm_kfence_arm(b);
 	return free_key_clear(*--b->top);
 }
 
@@ -144,6 +155,8 @@ void sm_free_slow(void *p)
 			free_key_set(p);
 			sm_count(c, EV_FREE_FAST, 1);
 		}
+	} else if (sm_kfence_has(p)) {
+		sm_kfence_free(p);
 	} else if (!sm_debug_zero_has(p)) {
 		int r = sm_large_free(p);
 		if (r < 0)
@@ -169,6 +182,8 @@ static size_t usable(const void *p, const char *call)
 	}
 	if (sm_debug_zero_has(p))
 		return 0;
+	if (sm_kfence_has(p))
+		return sm_kfence_usable(p);
 	size_t n = sm_large_usable(p);
 	if (!n)
 		sm_fatal(call, p, "(not allocated by slubmalloc)");

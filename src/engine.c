@@ -38,6 +38,8 @@ void sm_init(void)
 	sm_vec_min = sm_opt.avx2 && cpu_has_avx2() ? 4 : SIZE_MAX;
 	sm_sizeclass_init(sm_opt.stats);
 	sm_region_first();
+	if (sm_opt.kfence)
+		sm_kfence_init(sm_opt.kfence);
 	if ((sm_opt.debug & DBG_E) && sm_options_debugs("zero"))
 		sm_debug_zero_init();
 	sm_large_debug = sm_opt.debug & (DBG_Z | DBG_P | DBG_Q) && sm_options_debugs("large")

@@ -42,7 +42,7 @@ static inline void *sm_alloc_fast(size_t size)
 			return free_key_clear(*t);
 		}
 		t = b->top;
-		if (likely(t != b->slots)) {
+		if (likely(t > b->floor)) {
 			b->top = --t;
 			return free_key_clear(*t);
 		}

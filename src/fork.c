@@ -31,12 +31,14 @@ static void engine_lock_all(void)
 	sm_region_lock_all();
 	sm_large_lock_all();
 	sm_debug_lock_all();
+	sm_kfence_lock_all();
 	pcpu_lock_all();
 }
 
 static void engine_unlock_all(bool child)
 {
 	pcpu_unlock_all(child);
+	sm_kfence_unlock_all();
 	sm_debug_unlock_all();
 	sm_large_unlock_all(child);
 	sm_region_unlock_all(child);

@@ -51,7 +51,7 @@
  *   A thread that holds one of these locks takes only locks further on:
  *   orphan -> typed registry -> typed table -> typed caches' locks -> block -> depots ->
  *   each class (debug lock, then cache lock) -> page -> large -> debug quarantine ->
- *   per-CPU chunks -> pcpu_ref's exit lock.
+ *   KFENCE pool -> per-CPU chunks -> pcpu_ref's exit lock.
  *   The orphan lock may be taken again by the thread that holds it: a typed cache's ctor may
  *   malloc under it (thread.c). A census takes the orphan alone.
  *   No engine lock is held while stdio runs. stdio takes its own locks and may call malloc

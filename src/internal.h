@@ -104,6 +104,9 @@ struct source {
 	uint32_t refills;     /* sm_refill calls for this class since the thread began (or since
 			       * malloc_trim): the second grows the stacks (a producer) */
 	struct slab *active;  /* frozen for this thread */
+	uint32_t kf_left;     /* SLUBMALLOC_KFENCE: allocations of the class until the sampled one,
+			       * counted up to kf_mark, the allocation stack's top then (kfence.c) */
+	void **kf_mark;
 };
 
 /* A cache ("struct kmem_cache"): one per size class, or one per typed cache. */
@@ -160,6 +163,7 @@ struct tcache {
 				       * threads may share one: a cost, false sharing, never an
 				       * error) */
 	uint8_t held;                 /* the sub-line classes' free stacks are held (sm_hold) */
+	uint8_t in_unwind;            /* inside the unwinder (kfence.c): no sampling meanwhile */
 	/* Typed caches (typed.c): touched only inside slub_cache_* calls, which set typed_in to
 	 * their cache meanwhile, and by slub_cache_destroy of another thread once typed_in is not
 	 * that cache. */
@@ -232,6 +236,7 @@ struct sm_options {
 	int avx2;                 /* SLUBMALLOC_AVX2: 0 keeps free_bulk's checks scalar */
 	unsigned debug;           /* SLUBMALLOC_DEBUG flags */
 	unsigned min_partial;     /* SLUBMALLOC_MIN_PARTIAL: empty slabs a cache keeps */
+	uint32_t kfence;          /* SLUBMALLOC_KFENCE: sample one allocation in N; 0: off */
 	uint64_t purge_delay_ns;  /* SLUBMALLOC_PURGE_DELAY_MS */
 	char debug_caches[256];   /* SLUBMALLOC_DEBUG's cache list; empty: all */
 	char stats_file[256];     /* SLUBMALLOC_STATS_FILE; empty: stderr */
@@ -565,6 +570,16 @@ void sm_debug_slab_init(struct slab *s);   /* a new slab of a debug cache */
 void *sm_debug_alloc(struct cache *c, size_t req, void *caller);
 void sm_debug_free(struct slab *s, void *p, void *caller);
 size_t sm_debug_usable(struct slab *s, const void *p);
+/* "kfence.c": sampled guard pages, SLUBMALLOC_KFENCE=N */
+extern uint32_t sm_kfence_every;           /* N, or 0: off */
+void sm_kfence_init(uint32_t every);       /* the pool and the fault handler; then sampling */
+void *sm_kfence_point(struct stack *b, size_t size); /* sm_alloc_swap: a sampled object, or NULL */
+void sm_kfence_arm(struct stack *b);       /* b was refilled: raise its floor to the next sample */
+bool sm_kfence_has(const void *p);         /* p points into the pool */
+void sm_kfence_free(void *p);
+size_t sm_kfence_usable(const void *p);
+void sm_kfence_lock_all(void);             /* fork */
+void sm_kfence_unlock_all(void);
 extern unsigned sm_large_debug;            /* large.c: debug flags for large blocks, or 0 */
 void sm_debug_lock_all(void);              /* fork: the quarantine lock */
 void sm_debug_unlock_all(void);

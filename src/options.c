@@ -121,6 +121,10 @@ void sm_options_read(void)
 	read_num("SLUBMALLOC_MIN_PARTIAL", 1000, &mp,
 		 "not a number from 0 to 1000; using the default 2");
 	sm_opt.min_partial = (unsigned)mp;
+	uint64_t kf = 0;
+	read_num("SLUBMALLOC_KFENCE", 1000000000, &kf,
+		 "not a number from 0 to 1000000000; sampling stays off");
+	sm_opt.kfence = (uint32_t)kf;
 	read_bool("SLUBMALLOC_THP", &sm_opt.thp, "not 0 or 1; huge pages stay off");
 	read_bool("SLUBMALLOC_AVX2", &sm_opt.avx2, "not 0 or 1; AVX2 is used where the CPU has it");
 	read_bool("SLUBMALLOC_VERBOSE", &sm_opt.verbose, "not 0 or 1; verbose stays off");
@@ -190,6 +194,8 @@ void sm_options_print(void)
 		 "ms before empty slab pages and freed large blocks go back to the OS; default 1000");
 	show_num("SLUBMALLOC_MIN_PARTIAL", sm_opt.min_partial,
 		 "empty slabs each cache keeps; default 2");
+	show_num("SLUBMALLOC_KFENCE", sm_opt.kfence,
+		 "N: about one allocation in N between guard pages; default 0 (off)");
 	show_num("SLUBMALLOC_THP", (uint64_t)sm_opt.thp,
 		 "1: transparent huge pages for slab regions; default 0");
 	show_num("SLUBMALLOC_AVX2", (uint64_t)(sm_vec_min != SIZE_MAX),

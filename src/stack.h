@@ -1,6 +1,7 @@
 /* stack.h: a thread stack of object pointers (struct stack) and its operations: the pieces
  * of a thread's object cache that the fastpaths and tcache.c share. Included by internal.h.
- * Invariants: slots <= floor <= lim and slots <= top <= lim; floor is slots or lim. */
+ * Invariants: slots <= floor <= lim and slots <= top <= lim. A free stack's floor is slots or
+ * lim; an allocation stack's is slots, or (SLUBMALLOC_KFENCE) just above its next sample. */
 #ifndef SM_STACK_H
 #define SM_STACK_H
 
@@ -24,9 +25,10 @@ struct stack {
 	void **lim;      /* slots + capacity: free's fastpath pushes while top < lim; equal to
 			  * slots (no room) until the thread is set up, and again after it exits */
 	void **slots;    /* slots[-1] is a NULL guard (the double-free check reads it) */
-	void **floor;    /* malloc's fastpath pops a free stack while top > floor: floor is slots,
-			  * or lim while the stack is held (stack_held: it must be sorted before its
-			  * objects are reused, class_swap); an allocation stack's is slots */
+	void **floor;    /* malloc's fastpath pops while top > floor. A free stack's is slots, or
+			  * lim while the stack is held (stack_held: its objects must be sorted
+			  * before reuse, class_swap, or SLUBMALLOC_KFENCE is on). An allocation
+			  * stack's is slots, or raised to stop at a sample (kfence.c) */
 };
 
 static inline uint32_t stack_count(const struct stack *b)

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -101,6 +102,32 @@ void *sm_os_remap(void *p, size_t old, size_t size)
 {
 	void *q = mremap(p, old, size, MREMAP_MAYMOVE);
 	return q == MAP_FAILED ? NULL : q;
+}
+
+static void (*fault_hook)(void *addr);
+static struct sigaction fault_old[2]; /* SIGSEGV's and SIGBUS's handlers before ours */
+
+static void on_fault(int sig, siginfo_t *si, void *ctx)
+{
+	fault_hook(si->si_addr);
+	struct sigaction *old = &fault_old[sig == SIGBUS];
+	if (old->sa_flags & SA_SIGINFO) {
+		old->sa_sigaction(sig, si, ctx);
+	} else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+		old->sa_handler(sig);
+	} else { /* the fault comes again on return, and kills */
+		struct sigaction dfl = {.sa_handler = SIG_DFL};
+		sigaction(sig, &dfl, NULL);
+	}
+}
+
+void sm_os_on_fault(void (*h)(void *addr))
+{
+	fault_hook = h;
+	struct sigaction sa = {.sa_sigaction = on_fault, .sa_flags = SA_SIGINFO | SA_ONSTACK};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, &fault_old[0]);
+	sigaction(SIGBUS, &sa, &fault_old[1]);
 }
 
 size_t sm_os_page_size(void)

@@ -43,6 +43,14 @@ ssize_t sm_os_read_file(const char *path, char *buf, size_t size); /* small file
 int sm_os_open_log(const char *path);  /* for writing, created or truncated, close-on-exec */
 int sm_os_dup(int fd);                 /* a close-on-exec copy, numbered 3 or more */
 
+/* ---- faults and stacks ---- */
+/* os.c: on SIGSEGV and SIGBUS, call h(faulting address) first; when h returns, the handler the
+ * program had before runs (or the default action: the fault kills). */
+void sm_os_on_fault(void (*h)(void *addr));
+/* unwind.c: up to max return addresses of the calling thread, the innermost skip frames left
+ * out; returns how many. */
+int sm_os_backtrace(void **out, int max, int skip);
+
 /* ---- threads and time (os.c) ---- */
 void sm_os_yield(void);
 uint32_t sm_os_tid(void);

@@ -1,0 +1,307 @@
+/* kfence.c: sampled guard pages for production (the kernel's KFENCE, tcmalloc's GWP-ASan),
+ * SLUBMALLOC_KFENCE=N.
+ * About one allocation in N of a size class of at most a page gets a page of its own in the
+ * pool, between two guard pages. It ends where the second guard starts (to 16 bytes): an
+ * access past either end faults, and the fault handler reports it with the allocating and
+ * freeing stacks, then aborts. A freed sampled object's page loses its memory and all access,
+ * and its slot is reused last: a use after free faults too. The bytes of the page around the
+ * object are checked when it is freed.
+ * Sampling, with no work on the fastpaths: with N set, every free stack is held (floor = lim),
+ * so malloc's fastpath pops allocation stacks only. Each class of each thread counts its
+ * allocations down (struct source.kf_left; kf_mark is the stack's top when last counted). When
+ * the sampled allocation is in the allocation stack, its floor is raised just above it, so the
+ * fastpath stops there and calls sm_alloc_swap, which asks here (sm_kfence_point). Unset,
+ * every floor of an allocation stack stays at slots.
+ * Invariants: slot states change under kf_lock (a leaf lock); a slot's page is read-write
+ * exactly while its object is handed out; free slots are taken oldest first. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define KF_SLOTS 255
+#define KF_FRAMES 16
+#define KF_BYTE 0xfd
+
+enum { KF_UNUSED, KF_LIVE, KF_FREED };
+
+struct kslot {
+	uintptr_t obj;
+	size_t size;
+	uint32_t state, alloc_tid, free_tid;
+	int nalloc, nfree;
+	void *alloc_bt[KF_FRAMES], *free_bt[KF_FRAMES];
+};
+
+uint32_t sm_kfence_every; /* N; 0: off */
+static char *pool;
+static size_t page, pool_len;
+static sm_lock_t kf_lock;
+static struct kslot slots[KF_SLOTS];
+static uint32_t ring[KF_SLOTS], ring_head, ring_n; /* free slots, oldest first */
+static uint64_t rng = 0x2545f4914f6cdd1dULL;
+
+static char *slot_page(uint32_t i)
+{
+	return pool + (2 * (size_t)i + 1) * page;
+}
+
+bool sm_kfence_has(const void *p)
+{
+	return pool && (uintptr_t)p - (uintptr_t)pool < pool_len;
+}
+
+static void fault(void *addr);
+
+void sm_kfence_init(uint32_t every)
+{
+	page = sm_os_page_size();
+	pool_len = (2 * (size_t)KF_SLOTS + 1) * page;
+	pool = sm_os_reserve(pool_len);
+	if (!pool)
+		return;
+	for (uint32_t i = 0; i < KF_SLOTS; i++)
+		ring[i] = i;
+	ring_n = KF_SLOTS;
+	void *warm[4];
+	sm_os_backtrace(warm, 4, 0); /* the unwinder's first call sets itself up */
+	sm_os_on_fault(fault);
+	sm_kfence_every = every;
+}
+
+/* The next countdown: uniform in 1..2N, so about one allocation in N. */
+static uint32_t draw(void)
+{
+	uint64_t x = __atomic_fetch_add(&rng, 0x9e3779b97f4a7c15ULL, __ATOMIC_RELAXED);
+	x ^= x >> 31, x *= 0xbf58476d1ce4e5b9ULL, x ^= x >> 29;
+	return (uint32_t)(x % (2 * (uint64_t)sm_kfence_every)) + 1;
+}
+
+static void *kf_alloc(size_t size)
+{
+	struct tcache *tc = &sm_tc;
+	if (size == 0 || size > page || tc->in_unwind)
+		return NULL;
+	void *bt[KF_FRAMES];
+	tc->in_unwind = 1; /* a malloc from inside the unwinder is not sampled */
+	int n = sm_os_backtrace(bt, KF_FRAMES, 2);
+	tc->in_unwind = 0;
+	sm_lock(&kf_lock);
+	if (!ring_n) {
+		sm_unlock(&kf_lock);
+		return NULL;
+	}
+	uint32_t i = ring[ring_head];
+	ring_head = (ring_head + 1) % KF_SLOTS;
+	ring_n--;
+	struct kslot *s = &slots[i];
+	char *pg = slot_page(i);
+	sm_os_protect(pg, page, true);
+	char *p = (char *)((uintptr_t)(pg + page - size) & ~(uintptr_t)(MIN_ALIGN - 1));
+	memset(pg, KF_BYTE, (size_t)(p - pg));
+	memset(p + size, KF_BYTE, (size_t)(pg + page - (p + size)));
+	s->obj = (uintptr_t)p;
+	s->size = size;
+	s->state = KF_LIVE;
+	s->alloc_tid = sm_os_tid();
+	s->nalloc = n;
+	memcpy(s->alloc_bt, bt, (size_t)n * sizeof bt[0]);
+	s->nfree = 0;
+	sm_unlock(&kf_lock);
+	return p;
+}
+
+/* ---- sampling (see the top) ---- */
+static struct source *source_of(struct tcache *tc, struct stack *b)
+{
+	return &tc->source[b - tc->alloc_stack];
+}
+
+/* Count the allocations b's class made from b since the last count. */
+static void count(struct source *src, struct stack *b)
+{
+	if (!src->kf_left)
+		src->kf_left = draw();
+	if (src->kf_mark > b->top) {
+		uint32_t popped = (uint32_t)(src->kf_mark - b->top);
+		src->kf_left = popped >= src->kf_left ? 1 : src->kf_left - popped;
+	}
+	src->kf_mark = b->top;
+}
+
+void *sm_kfence_point(struct stack *b, size_t size)
+{
+	struct tcache *tc = &sm_tc;
+	if (tc->state != T_LIVE || b < tc->alloc_stack || b >= tc->alloc_stack + NCLASS)
+		return NULL;
+	struct source *src = source_of(tc, b);
+	count(src, b);
+	b->floor = b->slots;
+	if (src->kf_left > 1)
+		return NULL; /* not this one: the caller refills b, then sm_kfence_arm */
+	src->kf_left = draw();
+	void *p = kf_alloc(size);
+	sm_kfence_arm(b);
+	return p;
+}
+
+void sm_kfence_arm(struct stack *b)
+{
+	struct tcache *tc = &sm_tc;
+	if (tc->state != T_LIVE || b < tc->alloc_stack || b >= tc->alloc_stack + NCLASS)
+		return;
+	struct source *src = source_of(tc, b);
+	if (!src->kf_left)
+		src->kf_left = draw();
+	src->kf_mark = b->top; /* (counted just before the refill: sm_kfence_point) */
+	uint32_t n = stack_count(b);
+	b->floor = src->kf_left <= n ? b->top - (src->kf_left - 1) : b->slots;
+}
+
+/* ---- reports ---- */
+static void write_hex(uintptr_t v)
+{
+	sm_write(2, "0x");
+	sm_write_num(2, v, 16);
+}
+
+static void write_stack(const char *what, uint32_t tid, void *const *bt, int n)
+{
+	sm_write(2, "slubmalloc:   ");
+	sm_write(2, what);
+	sm_write(2, " by thread ");
+	sm_write_num(2, tid, 10);
+	sm_write(2, ":\n");
+	for (int i = 0; i < n; i++) {
+		sm_write(2, "slubmalloc:     #");
+		sm_write_num(2, (uint64_t)i, 10);
+		sm_write(2, " ");
+		write_hex((uintptr_t)bt[i]);
+		sm_write(2, "\n");
+	}
+}
+
+/* "slubmalloc: KFENCE: <what> at 0x.. (<where> object 0x.., size S)", the stacks, abort. */
+SM_NORETURN static void report(const struct kslot *s, const char *what, uintptr_t at)
+{
+	sm_write(2, "slubmalloc: KFENCE: ");
+	sm_write(2, what);
+	sm_write(2, " at ");
+	write_hex(at);
+	sm_write(2, " (");
+	if (at < s->obj) {
+		sm_write_num(2, s->obj - at, 10);
+		sm_write(2, " bytes left of");
+	} else if (at >= s->obj + s->size) {
+		sm_write_num(2, at - (s->obj + s->size), 10);
+		sm_write(2, " bytes right of");
+	} else {
+		sm_write(2, "offset ");
+		sm_write_num(2, at - s->obj, 10);
+		sm_write(2, " in");
+	}
+	sm_write(2, " object ");
+	write_hex(s->obj);
+	sm_write(2, ", size ");
+	sm_write_num(2, s->size, 10);
+	sm_write(2, s->state == KF_FREED ? ", freed)\n" : ")\n");
+	write_stack("allocated", s->alloc_tid, s->alloc_bt, s->nalloc);
+	if (s->state == KF_FREED)
+		write_stack("freed", s->free_tid, s->free_bt, s->nfree);
+	abort();
+}
+
+/* The fault handler's part: a fault in the pool is a bug of the program's, reported here. */
+static void fault(void *addr)
+{
+	if (!sm_kfence_has(addr))
+		return;
+	uintptr_t a = (uintptr_t)addr;
+	size_t pg = (a - (uintptr_t)pool) / page;
+	uint32_t i;
+	if (pg % 2) { /* an object's page: freed */
+		i = (uint32_t)(pg / 2);
+	} else { /* a guard: the object on the nearer side */
+		bool left = (a - (uintptr_t)pool) % page < page / 2;
+		i = (uint32_t)(pg / 2) - (left && pg ? 1 : 0);
+		if (i >= KF_SLOTS)
+			i = KF_SLOTS - 1;
+	}
+	const struct kslot *s = &slots[i];
+	if (s->state == KF_UNUSED)
+		return;
+	report(s, s->state == KF_FREED ? "use after free" : "out-of-bounds access", a);
+}
+
+/* The first byte of [lo, hi) that is not KF_BYTE, or NULL; eight at a time where aligned. */
+static const unsigned char *changed(const unsigned char *lo, const unsigned char *hi)
+{
+	const uint64_t pat = 0x0101010101010101ULL * KF_BYTE;
+	for (; lo < hi && ((uintptr_t)lo & 7); lo++)
+		if (*lo != KF_BYTE)
+			return lo;
+	for (; lo + 8 <= hi; lo += 8)
+		if (*(const uint64_t *)(const void *)lo != pat)
+			break;
+	for (; lo < hi; lo++)
+		if (*lo != KF_BYTE)
+			return lo;
+	return NULL;
+}
+
+/* The slot of p, a pointer into the pool; reports p unless it is a live object's start. */
+static struct kslot *live_slot(const void *p, const char *call)
+{
+	size_t pg = ((uintptr_t)p - (uintptr_t)pool) / page;
+	struct kslot *s = pg % 2 ? &slots[pg / 2] : NULL;
+	if (s && s->obj == (uintptr_t)p && s->state == KF_FREED)
+		report(s, "double free", (uintptr_t)p);
+	if (!s || s->obj != (uintptr_t)p || s->state != KF_LIVE)
+		sm_fatal(call, p, "(not the start of a KFENCE object)");
+	return s;
+}
+
+size_t sm_kfence_usable(const void *p)
+{
+	return live_slot(p, "invalid malloc_usable_size")->size;
+}
+
+void sm_kfence_free(void *p)
+{
+	struct tcache *tc = &sm_tc;
+	void *bt[KF_FRAMES];
+	int n = 0;
+	if (!tc->in_unwind) {
+		tc->in_unwind = 1;
+		n = sm_os_backtrace(bt, KF_FRAMES, 2);
+		tc->in_unwind = 0;
+	}
+	sm_lock(&kf_lock);
+	struct kslot *s = live_slot(p, "invalid free");
+	char *pg = slot_page((uint32_t)(s - slots));
+	const unsigned char *bad = changed((unsigned char *)pg, (unsigned char *)s->obj);
+	if (!bad)
+		bad = changed((unsigned char *)s->obj + s->size, (unsigned char *)pg + page);
+	if (bad) {
+		sm_unlock(&kf_lock);
+		report(s, "out-of-bounds write (seen at free)", (uintptr_t)bad);
+	}
+	s->state = KF_FREED;
+	s->free_tid = sm_os_tid();
+	s->nfree = n;
+	memcpy(s->free_bt, bt, (size_t)n * sizeof bt[0]);
+	ring[(ring_head + ring_n) % KF_SLOTS] = (uint32_t)(s - slots);
+	ring_n++;
+	sm_os_protect(pg, page, false); /* (the page stays resident: the pool is small) */
+	sm_unlock(&kf_lock);
+}
+
+void sm_kfence_lock_all(void)
+{
+	sm_lock(&kf_lock);
+}
+
+void sm_kfence_unlock_all(void)
+{
+	sm_unlock(&kf_lock);
+}

@@ -1,0 +1,35 @@
+/* unwind.c: the calling thread's stack, as return addresses, from libgcc's DWARF unwinder
+ * (_Unwind_Backtrace): programs and libraries built without frame pointers unwind too.
+ * The unwinder finds frame tables through dl_iterate_phdr and allocates nothing for them.
+ * Callers guard against re-entry: a malloc made from inside the unwinder must not unwind. */
+#include <stdint.h>
+#include <unwind.h>
+
+#include "platform.h"
+
+struct walk {
+	void **out;
+	int n, max, skip;
+};
+
+static _Unwind_Reason_Code step(struct _Unwind_Context *ctx, void *arg)
+{
+	struct walk *w = arg;
+	uintptr_t ip = _Unwind_GetIP(ctx);
+	if (!ip)
+		return _URC_END_OF_STACK;
+	if (w->skip > 0) {
+		w->skip--;
+		return _URC_NO_REASON;
+	}
+	w->out[w->n++] = (void *)ip;
+	return w->n == w->max ? _URC_END_OF_STACK : _URC_NO_REASON;
+}
+
+int sm_os_backtrace(void **out, int max, int skip)
+{
+	struct walk w = {out, 0, max, skip + 1}; /* (this function's own frame) */
+	if (max > 0)
+		_Unwind_Backtrace(step, &w);
+	return w.n;
+}
