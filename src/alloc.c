@@ -85,8 +85,7 @@ static SM_COLD void *no_region(unsigned cls, size_t size, size_t align)
 void *sm_alloc_swap(struct stack *b, size_t size)
 {
 	struct stack *f = free_stack_beside(b);
-	if (unlikely(!sm_tc.held) && __atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED))
-		sm_hold(&sm_tc);
+	hold_if_shared(&sm_tc);
 	if (unlikely(sm_kfence_every)) {
 		void *k = sm_kfence_point(b, size);
 		if (k)
@@ -201,7 +200,8 @@ void sm_free_sized(void *p, size_t size, bool lower)
 {
 	if (p) {
 		uintptr_t a = (uintptr_t)p;
-		bool exact = region_is_ours(a) && slab_of(a) && slab_of(a)->cache->debug;
+		struct slab *s = region_is_ours(a) ? slab_of(a) : NULL;
+		bool exact = s && s->cache->debug;
 		size_t have = sm_usable_size(p);
 		if (size > have)
 			sm_fatal("sized free", p, "(size larger than the block)");

@@ -195,6 +195,13 @@ void sm_sort_foreign(struct stack *f); /* tcache.c: class_swap's sorting, out of
 void sm_hold(struct tcache *tc);       /* tcache.c: hold them once sm_subline_shared is set */
 void sm_free_stack_floor(struct tcache *tc, unsigned cls); /* after its slots or lim change */
 
+/* A swap or a flush: hold the sub-line free stacks once a second thread has a cache. */
+static inline void hold_if_shared(struct tcache *tc)
+{
+	if (unlikely(!tc->held) && __atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED))
+		sm_hold(tc);
+}
+
 /* Whether free_stack f must be sorted before its objects become allocatable (class_swap). */
 static inline bool class_needs_sort(const struct stack *f)
 {

@@ -239,7 +239,7 @@ static unsigned cache_put(struct lcached m, struct lcached *drop)
 /* ---- debug blocks ---- */
 #define LQUAR_SLOTS 64
 #define LRZ_BYTE 0xbb
-static struct lcached lquar[LQUAR_SLOTS]; /* .when: the address handed out */
+static struct lcached lquar[LQUAR_SLOTS]; /* freed debug mappings, oldest next */
 static unsigned lquar_next;
 
 static bool in_quarantine(uintptr_t p)
@@ -324,7 +324,7 @@ static void debug_free(struct lentry *e)
 	erase(e);
 	live_add(-1, -(int64_t)(m.len - 2 * PAGE_SIZE_OS));
 	struct lcached out = lquar[lquar_next];
-	lquar[lquar_next] = (struct lcached){.base = m.base, .len = m.len, .when = m.key};
+	lquar[lquar_next] = (struct lcached){.base = m.base, .len = m.len};
 	lquar_next = (lquar_next + 1) % LQUAR_SLOTS;
 	sm_unlock(&large_lock);
 	sm_os_purge((void *)m.base, m.len);

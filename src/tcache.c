@@ -404,8 +404,7 @@ void sm_flush(struct tcache *tc, unsigned cls)
 		sm_trim_self(tc); /* drains this stack too */
 		return;
 	}
-	if (unlikely(!tc->held) && __atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED))
-		sm_hold(tc);
+	hold_if_shared(tc);
 	struct stack *b = &tc->free_stack[cls];
 	if (tc->alloc_stack[cls].top == tc->alloc_stack[cls].slots) { /* malloc's stack is empty: these
 							      * objects become it */
