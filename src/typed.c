@@ -10,9 +10,9 @@
  * DESTROY WITH OTHER THREADS ALIVE (the kernel flushes every CPU's cache; so must we):
  *   caller of a slub_cache_* call on c:  typed_in = c; compiler barrier; load c->dead; use
  *                                        its typed stacks and source; typed_in = NULL (release)
- *   slub_cache_destroy(c):               c->dead = 1; membarrier(PRIVATE_EXPEDITED); then for
+ *   slub_cache_destroy(c):               c->dead = 3; membarrier(PRIVATE_EXPEDITED); then for
  *                                        every registered thread: wait while its typed_in is c;
- *                                        drain its state for c.
+ *                                        drain its state for c; then c->dead = 1 (freeable).
  *   membarrier runs a full barrier on every running thread of the process (a descheduled one
  *   has passed a context switch), so each thread's call either began after that barrier (and
  *   its load of c->dead sees 1: it leaves c's state alone) or its typed_in = c is visible to the
@@ -519,7 +519,7 @@ SM_EXPORT void slub_cache_destroy(struct slub_cache *sc)
 	if (!c)
 		return;
 	sm_lock(&typed_lock);
-	c->dead = 1;
+	c->dead = 3; /* dead to every call, but not freed while this one still uses it */
 	sm_unlock(&typed_lock);
 	if (use_membarrier > 0)
 		sm_os_barrier_all();
@@ -548,6 +548,9 @@ SM_EXPORT void slub_cache_destroy(struct slub_cache *sc)
 		sm_write_num(2, inuse, 10);
 		sm_write(2, " objects still allocated; the cache stays until they are freed\n");
 	}
+	sm_lock(&typed_lock);
+	c->dead = 1; /* from here the last slab to go frees c */
+	sm_unlock(&typed_lock);
 	if (!__atomic_load_n(&c->nr_slabs, __ATOMIC_ACQUIRE))
 		sm_typed_gone(c);
 }
