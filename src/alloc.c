@@ -108,8 +108,8 @@ __attribute__((noinline)) void *sm_alloc_slow(size_t size)
 		sm_init();
 	if (size > MAX_SMALL)
 		return alloc_large(size, 0, false);
-	if (size == 0 && unlikely(sm_opt.debug & DBG_E)) {
-		void *z = sm_debug_zero_alloc();
+	if (size == 0) { /* a block of its own with no access; a 16-byte one when none is left */
+		void *z = sm_zero_alloc();
 		if (z)
 			return z;
 	}
@@ -156,7 +156,9 @@ void sm_free_slow(void *p)
 		}
 	} else if (sm_kfence_has(p)) {
 		sm_kfence_free(p);
-	} else if (!sm_debug_zero_has(p)) {
+	} else if (sm_zero_has(p)) {
+		sm_zero_free(p);
+	} else {
 		int r = sm_large_free(p);
 		if (r < 0)
 			sm_fatal("double free", p, "(a large block, already freed)");
@@ -179,7 +181,7 @@ static size_t usable(const void *p, const char *call)
 			sm_fatal(call, p, "(not the start of an object of slubmalloc)");
 		return s->size;
 	}
-	if (sm_debug_zero_has(p))
+	if (sm_zero_has(p))
 		return 0;
 	if (sm_kfence_has(p))
 		return sm_kfence_usable(p);

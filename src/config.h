@@ -64,6 +64,8 @@
 
 #define PAGE_SIZE_OS 4096UL                     /* mmap granularity */
 #define LARGE_CACHE_SLOTS 64                    /* freed large ranges kept for reuse */
+#define LARGE_RECENT_MAX (1u << 20)             /* a large block freed last, up to this size,
+						 * is not reused before the next large free */
 #define LARGE_CACHE_BYTES (128UL << 20)          /* ... holding at most this many bytes */
 #define LARGE_PURGE_ZERO (1UL << 20)            /* calloc of a reused range this big: purge */
 

@@ -307,30 +307,6 @@ void sm_debug_free(struct slab *s, void *p, void *caller)
 		sm_free_to_slab(slab_of((uintptr_t)out[i]), out[i]);
 }
 
-/* ---- E: zero-size blocks ---- */
-#define ZERO_BYTES (64u << 20)
-static char *zero_base;
-static uint64_t zero_next;
-
-void sm_debug_zero_init(void)
-{
-	zero_base = sm_os_reserve(ZERO_BYTES);
-}
-
-void *sm_debug_zero_alloc(void)
-{
-	if (!zero_base)
-		return NULL;
-	uint64_t k = __atomic_fetch_add(&zero_next, 1, __ATOMIC_RELAXED);
-	return zero_base + (k % (ZERO_BYTES / MIN_ALIGN)) * MIN_ALIGN;
-}
-
-bool sm_debug_zero_has(const void *p)
-{
-	return zero_base && (uintptr_t)p - (uintptr_t)zero_base < ZERO_BYTES &&
-	       !((uintptr_t)p % MIN_ALIGN);
-}
-
 size_t sm_debug_usable(struct slab *s, const void *p)
 {
 	return live_meta(s, (void *)p, "invalid malloc_usable_size")->req;

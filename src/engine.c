@@ -40,8 +40,7 @@ void sm_init(void)
 	sm_region_first();
 	if (sm_opt.kfence)
 		sm_kfence_init(sm_opt.kfence);
-	if ((sm_opt.debug & DBG_E) && sm_options_debugs("zero"))
-		sm_debug_zero_init();
+	sm_zero_init();
 	sm_large_debug = sm_opt.debug & (DBG_Z | DBG_P | DBG_Q) && sm_options_debugs("large")
 				 ? sm_opt.debug : 0;
 	for (unsigned i = 0; i < NCLASS; i++) {

@@ -92,6 +92,8 @@ struct region {
 	uint64_t dirty_mask;              /* free pages not yet purged (page lock) */
 	uint64_t dirty_since;             /* when dirty_mask last became non-zero (page lock) */
 	struct region *next;              /* all regions (page lock) */
+	uint32_t open;                    /* pages [0, open) are read-write, the rest have no
+					   * access until first used (page lock) */
 	struct slab *map[REGION_PAGES];   /* page -> the slab covering it, NULL when free */
 };
 _Static_assert(offsetof(struct region, slabs) == 0, "free() reads descriptors at disp8");
@@ -131,7 +133,8 @@ struct cache {
 	uint64_t nr_slabs;     /* slabs alive (atomic adds) */
 	void (*ctor)(void *);  /* typed caches: run on each object when it is first carved */
 	unsigned flags;        /* typed caches: SLUB_* flags */
-	int dead;              /* typed caches: destroyed, freed when its last slab goes */
+	int dead;              /* typed caches: 3 while slub_cache_destroy runs, then 1: destroyed,
+				* freed when its last slab goes (2) */
 	unsigned debug;        /* SLUBMALLOC_DEBUG flags (DBG_*); 0: a normal cache (debug.c) */
 	uint32_t osize;        /* debug caches: the object size inside each slot */
 	sm_lock_t dlock;       /* debug caches: guards debug_source */
@@ -233,9 +236,8 @@ static inline bool class_swap(struct stack *b, struct stack *f)
 #define DBG_U 8u   /* record allocation and free call sites and threads */
 #define DBG_Q 16u  /* quarantine: freed objects wait, and come back in random order */
 #define DBG_I 32u  /* init: objects zeroed when handed out (and freed, without P) */
-#define DBG_E 64u  /* empty: malloc(0) returns a pointer every access to faults */
-#define DBG_LETTERS "FZPUQIE" /* bit i is letter i */
-#define DBG_ALL (DBG_F | DBG_Z | DBG_P | DBG_U | DBG_Q | DBG_I | DBG_E)
+#define DBG_LETTERS "FZPUQI" /* bit i is letter i */
+#define DBG_ALL (DBG_F | DBG_Z | DBG_P | DBG_U | DBG_Q | DBG_I)
 struct sm_options {
 	int stats;                /* SLUBMALLOC_STATS */
 	int verbose;              /* SLUBMALLOC_VERBOSE */
@@ -300,11 +302,14 @@ static inline void *fp_get(void *obj, uint32_t off)
 }
 
 /* ---- the free key: double frees caught in the default mode (harden.c) ----
- * free() stores FREE_KEY in word 1 of each object it pushes on a thread stack; every
+ * free() stores FREE_KEY in word 1 of each object it pushes on a thread stack (and a refill
+ * in each object it carves); every
  * path that hands an object out clears it (malloc, the slow paths, malloc_bulk). A free that
  * finds the key already there takes the slow path, which looks for the object on the
  * thread's stacks and its slab's freelist and reports a double free when it is there; else
- * (the program wrote the key itself) the free goes on. Word 0 stays the freelist link. */
+ * (the program wrote the key itself) the free goes on. Word 0 stays the freelist link.
+ * Word 1, not 0: a program's small store to its block's first bytes just before free would
+ * stall free's 8-byte load of the key (no store forwarding): +29% on st_churn loop. */
 /* A constant: a 32-bit immediate, sign-extended, in the compare and the store. Top bit set: no
  * pointer, no small number. A secret key would buy nothing: a program that forges it only sends
  * its free to the search, and one that overwrites it defeats any key. */
@@ -590,9 +595,12 @@ void sm_kfence_unlock_all(void);
 extern unsigned sm_large_debug;            /* large.c: debug flags for large blocks, or 0 */
 void sm_debug_lock_all(void);              /* fork: the quarantine lock */
 void sm_debug_unlock_all(void);
-void sm_debug_zero_init(void);             /* E: reserve the range malloc(0) points into */
-void *sm_debug_zero_alloc(void);           /* NULL: E is off */
-bool sm_debug_zero_has(const void *p);     /* p is such a pointer */
+
+/* "zero.c": the blocks of malloc(0), each an address of its own where every access faults */
+void sm_zero_init(void);                   /* reserve their range (at init) */
+void *sm_zero_alloc(void);                 /* NULL: none left (or no range) */
+bool sm_zero_has(const void *p);           /* p is in their range */
+void sm_zero_free(void *p);                /* p in the range: reports a double or bad free */
 
 /* "report.c": the rest is in report.h */
 SM_NORETURN void sm_fatal_in(const char *what, const void *p, const struct cache *c);

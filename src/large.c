@@ -8,6 +8,11 @@
  * unmapping and faulting them in again.
  * A request takes the best-fitting cached range and leaves the rest of it cached. Or it grows
  * the largest cached range with mremap, whose resident pages move along.
+ * A range of up to LARGE_RECENT_MAX freed last waits apart first (recent), until the next
+ * large free sends it to the cache: such a block is never handed back at once, so a use after
+ * free does not land in the next block. It counts as cached for the figures, the purge delay
+ * and malloc_trim. Larger ranges go to the cache at once: there a best fit saves the most.
+ * (No access while it waits would cost a write fault per page when it is reused.)
  * Ranges are parts of anonymous mappings, each inside one mapping, so any of them can be
  * unmapped or remapped on its own.
  * With SLUBMALLOC_DEBUG (Z, P or Q, for the cache name "large"), each block is a mapping of its
@@ -47,7 +52,9 @@ static sm_lock_t large_lock;
 static struct lentry *table;
 static size_t table_cap, table_used;
 static struct lcached cached[LARGE_CACHE_SLOTS];
-static size_t cached_bytes;
+static size_t cached_bytes;   /* of cached[] */
+static struct lcached recent; /* the range freed last, no access; base 0: none */
+#define LARGE_DROP_MAX (2 * LARGE_CACHE_SLOTS + 2)
 uint64_t sm_stat_large, sm_stat_large_req;
 static uint64_t live_n, live_bytes, peak_n, peak_bytes; /* blocks handed out (statistics) */
 
@@ -133,6 +140,10 @@ static unsigned expire(struct lcached *out, bool force)
 			cached_bytes -= cached[i].len;
 			cached[i].base = 0;
 		}
+	}
+	if (recent.base && (force || now - recent.when > sm_opt.purge_delay_ns)) {
+		out[n++] = recent;
+		recent.base = 0;
 	}
 	return n;
 }
@@ -340,7 +351,7 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 	if (sm_large_debug)
 		return debug_alloc(size, align); /* (fresh pages: zero) */
 	size_t len = size ? (size + PAGE_SIZE_OS - 1) & ~(PAGE_SIZE_OS - 1) : PAGE_SIZE_OS;
-	struct lcached drop[2 * LARGE_CACHE_SLOTS + 1];
+	struct lcached drop[LARGE_DROP_MAX];
 	uintptr_t base = 0;
 
 	size_t have = len;
@@ -407,14 +418,14 @@ static bool in_cached(uintptr_t p)
 	for (unsigned i = 0; i < LARGE_CACHE_SLOTS; i++)
 		if (cached[i].base && p - cached[i].base < cached[i].len)
 			return true;
-	return false;
+	return recent.base && p - recent.base < recent.len;
 }
 
 /* Unregister p; keep its range in the cache, or unmap it. 1: done; 0: p is not ours; -1: p is
  * in a range freed and still cached (a double free, seen while the range waits). */
 int sm_large_free(void *p)
 {
-	struct lcached drop[2 * LARGE_CACHE_SLOTS + 1];
+	struct lcached drop[LARGE_DROP_MAX];
 	sm_lock(&large_lock);
 	struct lentry *e = lookup((uintptr_t)p);
 	if (!e) {
@@ -430,7 +441,14 @@ int sm_large_free(void *p)
 	erase(e);
 	live_add(-1, -(int64_t)m.len);
 	unsigned nd = expire(drop, false);
-	nd += cache_put(m, drop + nd);
+	struct lcached prev = recent;
+	recent.base = 0;
+	if (prev.base)
+		nd += cache_put(prev, drop + nd);
+	if (m.len <= LARGE_RECENT_MAX && m.len <= cache_cap())
+		recent = m;
+	else
+		nd += cache_put(m, drop + nd);
 	sm_unlock(&large_lock);
 	unmap_all(drop, nd);
 	return 1;
@@ -476,7 +494,7 @@ void sm_large_figures(uint64_t *n, uint64_t *bytes, uint64_t *cached, uint64_t *
 		      uint64_t *pbytes)
 {
 	sm_lock(&large_lock);
-	*n = live_n, *bytes = live_bytes, *cached = cached_bytes;
+	*n = live_n, *bytes = live_bytes, *cached = cached_bytes + (recent.base ? recent.len : 0);
 	*pn = peak_n, *pbytes = peak_bytes;
 	sm_unlock(&large_lock);
 }
@@ -484,7 +502,7 @@ void sm_large_figures(uint64_t *n, uint64_t *bytes, uint64_t *cached, uint64_t *
 /* malloc_trim: every cached range goes back. Returns the bytes unmapped. */
 size_t sm_large_release_cached(void)
 {
-	struct lcached drop[2 * LARGE_CACHE_SLOTS + 1];
+	struct lcached drop[LARGE_DROP_MAX];
 	sm_lock(&large_lock);
 	unsigned nd = expire(drop, true);
 	sm_unlock(&large_lock);

@@ -2,6 +2,10 @@
  * Regions of 4 MiB come from mmap, aligned to their size.
  * Page 0 of a region is its header: struct region, with the slab descriptors and the
  * page -> slab map. Pages 1..63 are handed out in runs of 1..SLAB_MAX_PAGES, one run per slab.
+ * Pages never used yet have no access: a long overflow out of the last slab faults there
+ * instead of running through untouched memory. Runs are found lowest first, so the pages in
+ * use form a prefix, made read-write as it grows (one mprotect per new run at the frontier):
+ * a region is at most two mappings.
  * A freed run stays dirty: its memory is still resident, so reusing it costs no page faults.
  * Allocation prefers dirty pages. Nothing may assume a slab page reads as zero.
  * When the dirty pages of all regions pass DIRTY_MAX bytes, whole contiguous dirty runs are
@@ -16,6 +20,7 @@
  *   - free_mask, dirty_mask, the map entries of free pages and the region list change only
  *     under page_lock;
  *   - dirty_mask is a subset of free_mask;
+ *   - every page ever handed out is below open;
  *   - a region is unmapped only when no slab is in it, so no live object is: only a stale
  *     pointer could still lead into it. */
 #include <errno.h>
@@ -43,7 +48,14 @@ static struct region *region_new(void)
 		r->slabs[i].inverse = 1;
 		r->slabs[i].bad_q_bits = ~0ULL;
 	}
-	r->free_mask = ~1ULL; /* page 0 is the header */
+	/* page 0 is the header; the others get access when first used */
+	if (!sm_os_protect((char *)r + SPAGE_SIZE, REGION_SIZE - SPAGE_SIZE, false)) {
+		sm_os_unmap(r, REGION_SIZE);
+		nregions--;
+		return NULL;
+	}
+	r->open = 1;
+	r->free_mask = ~1ULL;
 	r->dirty_mask = 0;
 	r->next = regions;
 	regions = r;
@@ -96,6 +108,15 @@ struct slab *sm_pages_alloc(unsigned pages)
 			return NULL;
 		}
 		at = find_run(r->free_mask, pages);
+	}
+	if ((unsigned)at + pages > r->open) { /* the frontier moves up */
+		if (!sm_os_protect((char *)r + ((size_t)r->open << SPAGE_SHIFT),
+				   ((size_t)at + pages - r->open) << SPAGE_SHIFT, true)) {
+			sm_unlock(&page_lock);
+			errno = ENOMEM;
+			return NULL;
+		}
+		r->open = (uint32_t)at + pages;
 	}
 	hint = r;
 	uint64_t bits = ((1ULL << pages) - 1) << at;

@@ -108,7 +108,7 @@ uint32_t sm_slab_carve(struct slab *s, void **out, uint32_t n)
 	if (n > left)
 		n = left;
 	char *p = s->start + (size_t)s->carved * s->size;
-	for (uint32_t i = 0; i < n; i++, p += s->size)
+	for (uint32_t i = n; i-- > 0; p += s->size) /* stacks pop the top: lowest address first */
 		out[i] = p;
 	s->carved += n;
 	return n;

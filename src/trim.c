@@ -18,7 +18,7 @@ void sm_trim_self(struct tcache *tc)
 		tc->remote_stack[i].top = tc->remote_stack[i].slots;
 		sm_free_array(tc->free_stack[i].slots, stack_count(&tc->free_stack[i]));
 		tc->free_stack[i].top = tc->free_stack[i].slots;
-		sm_drop(&tc->alloc_stack[i], &tc->source[i], 0);
+		sm_drop(&tc->alloc_stack[i], &tc->source[i], sm_g.caches[i].fpoff);
 		if (stack_cap(&tc->free_stack[i]) > sm_g.caches[i].cap) /* grown (sm_flush, sm_refill):
 								   * back to the first size */
 			sm_stacks_resize(tc, i, sm_g.caches[i].cap);

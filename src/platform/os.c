@@ -76,9 +76,9 @@ void *sm_os_reserve(size_t size)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-void sm_os_protect(void *p, size_t size, bool rw)
+bool sm_os_protect(void *p, size_t size, bool rw)
 {
-	mprotect(p, size, rw ? PROT_READ | PROT_WRITE : PROT_NONE);
+	return mprotect(p, size, rw ? PROT_READ | PROT_WRITE : PROT_NONE) == 0;
 }
 
 void sm_os_unmap(void *p, size_t size)

@@ -30,7 +30,8 @@
 void *sm_os_map(size_t size);                       /* zeroed, read-write */
 void *sm_os_map_aligned(size_t size, size_t align); /* align: a power of two >= the page */
 void *sm_os_reserve(size_t size);                   /* address space only: every access faults */
-void sm_os_protect(void *p, size_t size, bool rw);  /* read-write, or no access at all */
+bool sm_os_protect(void *p, size_t size, bool rw);  /* read-write, or no access at all; false:
+						     * failed (ENOMEM: too many mappings) */
 void sm_os_unmap(void *p, size_t size);
 void sm_os_purge(void *p, size_t size);             /* the pages go back; the range stays */
 void *sm_os_remap(void *p, size_t old, size_t size); /* may move; the pages move along */
