@@ -17,9 +17,7 @@
  * With Q a freed object first waits in the quarantine (DSTATE_FREE, poisoned with P), which
  * holds up to QUAR_SLOTS objects and QUAR_BYTES bytes. A full quarantine lets a random one go:
  * reuse comes late and in no predictable order. The quarantine lock is a leaf: nothing is
- * taken under it.
- * With E, malloc(0) returns a pointer into a reserved range that has no access: any read or
- * write faults. Such pointers are 16 bytes apart; free and realloc accept them. */
+ * taken under it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>

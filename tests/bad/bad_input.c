@@ -572,6 +572,78 @@ static int uaf_freelist_chain(void)
     return malloc_unsteered(64, 2 * N);
 }
 
+/* ---- 8. SLUBMALLOC_KFENCE (run with N = 1: about every other allocation is sampled) ---- */
+/* A sampled block of 40 bytes: its usable size is exactly 40 (a size class's would be 48).
+ * The others stay allocated, so no sampled slot is reused meanwhile. */
+static char *kfence_block(void)
+{
+    for (int i = 0; i < 64; i++) {
+        char *p = malloc(40);
+        if (p && malloc_usable_size(p) == 40) {
+            memset(p, 0x11, 40);
+            return p;
+        }
+    }
+    fprintf(stderr, "bad_input: no sampled block in 64 mallocs (SLUBMALLOC_KFENCE unset?)\n");
+    exit(2);
+}
+
+static int kfence_overflow_guard(void)
+{
+    char *p = kfence_block();
+    ((volatile char *)hide(p))[40 + 16] = 0x41; /* past the page the block ends in: a guard */
+    return survived("a write one page past a sampled block");
+}
+
+static int kfence_overflow_at_free(void)
+{
+    char *p = kfence_block();
+    ((volatile char *)hide(p))[40] = 0x41; /* the byte right after it, in its own page */
+    free_v(p);
+    return survived("free of a sampled block written one byte past its end");
+}
+
+static int kfence_underflow_at_free(void)
+{
+    char *p = kfence_block();
+    ((volatile char *)hide(p))[-1] = 0x41;
+    free_v(p);
+    return survived("free of a sampled block written one byte before its start");
+}
+
+static int kfence_use_after_free(void)
+{
+    char *p = kfence_block();
+    free_v(p);
+    char c = ((volatile char *)hide(p))[0];
+    (void)c;
+    return survived("a read of a freed sampled block");
+}
+
+static int kfence_double_free(void)
+{
+    char *p = kfence_block();
+    free_v(p);
+    free_v(p);
+    return survived("a sampled block freed twice");
+}
+
+/* ---- 9. zero-size blocks (the default) ---- */
+static int zero_size_write(void)
+{
+    char *p = malloc(0);
+    ((volatile char *)hide(p))[0] = 0x41;
+    return survived("a write to a malloc(0) block");
+}
+
+static int zero_size_double_free(void)
+{
+    void *p = malloc(0);
+    free_v(p);
+    free_v(p);
+    return survived("a malloc(0) block freed twice");
+}
+
 /* ---- sanity: is the preloaded library in this process? ---- */
 static int probe(void)
 {
@@ -609,6 +681,9 @@ static const struct bad_case cases[] = {
     CASE(overflow_1_100), CASE(overflow_8_100), CASE(overflow_32_100),
     CASE(underflow_1), CASE(write_after_free),
     CASE(uaf_freelist_single), CASE(uaf_freelist_chain),
+    CASE(kfence_overflow_guard), CASE(kfence_overflow_at_free), CASE(kfence_underflow_at_free),
+    CASE(kfence_use_after_free), CASE(kfence_double_free),
+    CASE(zero_size_write), CASE(zero_size_double_free),
 };
 
 int main(int argc, char **argv)

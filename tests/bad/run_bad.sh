@@ -8,6 +8,7 @@
 #   ok cases       (a defined error return) the program exits 0 (it checks the issue's contract
 #                  itself) and its `outcome:` line equals the one it prints under plain glibc
 #                  (run without LD_PRELOAD), since slubmalloc follows glibc 2.36;
+#   segv cases     caught only if killed by SIGSEGV (a page with no access stopped the access);
 #   freelist cases (use after free over the free pointer, no debug) caught when SIGABRT with a
 #                  message matching freelist|corrupt, ok when no crash and malloc never returned
 #                  the attacker's value; anything else (steered, other crash) is NOT CAUGHT.
@@ -41,8 +42,10 @@ logdir=$build/test-logs/bad
 mkdir -p "$logdir"
 ulimit -c 0
 
-# Case table: PROGRAM-CASE  SLUBMALLOC_DEBUG(- = unset)  REQUIRED(1/0)  KIND  [ERE for stderr]
-# KIND: abort (ERE, case-sensitive), aborti (ERE, case-insensitive), ok, freelist.
+# Case table: PROGRAM-CASE  SLUBMALLOC_DEBUG(- = unset; KFENCE=N: SLUBMALLOC_KFENCE=N instead)
+#             REQUIRED(1/0)  KIND  [ERE for stderr]
+# KIND: abort (ERE, case-sensitive), aborti (ERE, case-insensitive), ok, freelist, segv (killed
+# by SIGSEGV: a page with no access stopped the access).
 # An abort case's ERE may be several joined by ' && ': stderr must match each of them.
 DF='slubmalloc: double free of 0x'
 IF='slubmalloc: invalid free of 0x'
@@ -118,6 +121,15 @@ cases=(
     # the slabs' freelists really follow: the corrupted link must be reported
     "uaf_freelist_single       -    1 freelist"
     "uaf_freelist_chain        -    1 freelist"
+    # 8. SLUBMALLOC_KFENCE: a sampled block's guard pages and page; the report has the stacks
+    "kfence_overflow_guard     KFENCE=1 1 abort KFENCE: out-of-bounds access at 0x.*bytes right of object && allocated by thread"
+    "kfence_overflow_at_free   KFENCE=1 1 abort KFENCE: out-of-bounds write \\(seen at free\\) at 0x && allocated by thread"
+    "kfence_underflow_at_free  KFENCE=1 1 abort KFENCE: out-of-bounds write \\(seen at free\\) at 0x"
+    "kfence_use_after_free     KFENCE=1 1 abort KFENCE: use after free at 0x && allocated by thread && freed by thread"
+    "kfence_double_free        KFENCE=1 1 abort KFENCE: double free at 0x"
+    # 9. zero-size blocks: no access (a fault), and a double free is reported
+    "zero_size_write           -    1 segv"
+    "zero_size_double_free     -    1 abort $DF"
 )
 
 # Preflight: the library must really be loaded into the test program, or every verdict is void.
@@ -182,8 +194,13 @@ for line in "${cases[@]}"; do
     label=$name
     [ "$dbg" != - ] && label="${name}[SLUBMALLOC_DEBUG=$dbg]"
     base=$logdir/$name${dbg/-/}
-    envs=(env -u SLUBMALLOC_DEBUG)
-    [ "$dbg" != - ] && envs=(env SLUBMALLOC_DEBUG="$dbg")
+    envs=(env -u SLUBMALLOC_DEBUG -u SLUBMALLOC_KFENCE)
+    case $dbg in
+    -) ;;
+    KFENCE=*) envs+=(SLUBMALLOC_KFENCE="${dbg#KFENCE=}") label="${name}[SLUBMALLOC_$dbg]"
+        base=$logdir/$name.kfence ;;
+    *) envs+=(SLUBMALLOC_DEBUG="$dbg") ;;
+    esac
     # only the test program is preloaded, never timeout: a broken library cannot stop the clock
     quiet_run "$base.out" "$base.err" timeout -k 2 "$case_timeout" \
         "${envs[@]}" LD_PRELOAD="$lib" "$prog" "$name"
@@ -221,6 +238,13 @@ for line in "${cases[@]}"; do
         else
             [ "$grc" != 0 ] && echo "  note: under plain glibc $name: $(describe_rc "$grc") $(first_msg "$base.glibc.err")"
             verdict ok "$label" "$req"
+        fi
+        ;;
+    segv)
+        if [ "$rc" = 139 ]; then
+            verdict caught "$label" "$req"
+        else
+            verdict miss "$label" "$req" "$what, expected SIGSEGV: $msg"
         fi
         ;;
     freelist)
