@@ -94,11 +94,12 @@ static void count_ctor(void *p)
 	ctor_runs++;
 }
 
-/* Whether out[0, n) are s's objects from its start on, in address order (as carved). */
+/* Whether out[0, n) are s's first n objects as carved: highest address first, so that a stack
+ * popping from out[n - 1] hands them out lowest address first. */
 static bool in_carve_order(const struct slab *s, void **out, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
-		if (out[i] != s->start + (size_t)i * s->size)
+		if (out[i] != s->start + (size_t)(n - 1 - i) * s->size)
 			return false;
 	return true;
 }
@@ -171,7 +172,7 @@ int main(void)
 		char *expect = s->start;
 		while ((got = sm_slab_carve(s, batch, 37)) > 0) {
 			for (uint32_t i = 0; i < got; i++) {
-				char *o = batch[i];
+				char *o = batch[got - 1 - i]; /* (carved highest first: popped lowest first) */
 				CHECK(o == expect, "carve order in %s", ca->name);
 				uintptr_t a = (uintptr_t)o;
 				CHECK(region_is_ours(a), "object not in a region");
