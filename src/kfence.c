@@ -6,12 +6,15 @@
  * freeing stacks, then aborts. A freed sampled object's page loses its memory and all access,
  * and its slot is reused last: a use after free faults too. The bytes of the page around the
  * object are checked when it is freed.
- * Sampling, with no work on the fastpaths: with N set, every free stack is held (floor = lim),
- * so malloc's fastpath pops allocation stacks only. Each class of each thread counts its
- * allocations down (struct source.kf_left; kf_mark is the stack's top when last counted). When
- * the sampled allocation is in the allocation stack, its floor is raised just above it, so the
- * fastpath stops there and calls sm_alloc_swap, which asks here (sm_kfence_point). Unset,
- * every floor of an allocation stack stays at slots.
+ * Sampling, with no work on the fastpaths: each class of each thread counts down the
+ * allocations that its allocation stack serves (struct source.kf_left; kf_mark is the stack's
+ * top when last counted). Those are the objects a refill or a swap brought: a block freed and
+ * at once allocated again, from the free stack, is not counted (a tight malloc/free loop then
+ * pays nothing). When the sampled allocation is in the allocation stack, its floor is raised
+ * just above it, so the fastpath stops there and calls sm_alloc_swap, which asks here
+ * (sm_kfence_point). Unset, every floor of an allocation stack stays at slots.
+ * A sample costs two mprotects and two unwinds, so samples are at least KF_GAP_NS apart in the
+ * process; a countdown that ends sooner starts over.
  * Invariants: slot states change under kf_lock (a leaf lock); a slot's page is read-write
  * exactly while its object is handed out; free slots are taken oldest first. */
 #include <stdlib.h>
@@ -22,6 +25,7 @@
 #define KF_SLOTS 255
 #define KF_FRAMES 16
 #define KF_BYTE 0xfd
+#define KF_GAP_NS 2000000ull /* at most 500 samples a second */
 
 enum { KF_UNUSED, KF_LIVE, KF_FREED };
 
@@ -40,6 +44,7 @@ static sm_lock_t kf_lock;
 static struct kslot slots[KF_SLOTS];
 static uint32_t ring[KF_SLOTS], ring_head, ring_n; /* free slots, oldest first */
 static uint64_t rng = 0x2545f4914f6cdd1dULL;
+static uint64_t last_ns; /* when the last sample was taken */
 
 static char *slot_page(uint32_t i)
 {
@@ -140,7 +145,12 @@ void *sm_kfence_point(struct stack *b, size_t size)
 	if (src->kf_left > 1)
 		return NULL; /* not this one: the caller refills b, then sm_kfence_arm */
 	src->kf_left = draw();
-	void *p = kf_alloc(size);
+	uint64_t now = sm_os_now_ns(), last = __atomic_load_n(&last_ns, __ATOMIC_RELAXED);
+	void *p = NULL;
+	if (now - last >= KF_GAP_NS &&
+	    __atomic_compare_exchange_n(&last_ns, &last, now, false, __ATOMIC_RELAXED,
+					__ATOMIC_RELAXED))
+		p = kf_alloc(size);
 	sm_kfence_arm(b);
 	return p;
 }

@@ -15,6 +15,10 @@
  * (No access while it waits would cost a write fault per page when it is reused.)
  * Ranges are parts of anonymous mappings, each inside one mapping, so any of them can be
  * unmapped or remapped on its own.
+ * A new mapping starts and ends with a guard page, no access: a linear overflow or underflow
+ * out of the block next to one faults. A range split in the cache hands out its lower part,
+ * which keeps the guard before; the rest keeps the one after. A range that mremap grows or
+ * moves loses its guards (they are unmapped first, so the range may grow in place).
  * With SLUBMALLOC_DEBUG (Z, P or Q, for the cache name "large"), each block is a mapping of its
  * own: a guard page, the block's pages, a guard page. The block ends at the second guard (to
  * its alignment; the few bytes after it, and those before it in its first page, are red zone).
@@ -35,7 +39,10 @@ struct lentry {
 	size_t len;
 	uint64_t map;   /* the mapping (VMA) the range lies in */
 	size_t req;     /* debug blocks: the size asked for; 0 otherwise */
+	uint8_t guard;  /* GUARD_BEFORE, GUARD_AFTER: a page with no access is on that side */
 };
+#define GUARD_AFTER 1u  /* the mapping's last page follows the range */
+#define GUARD_BEFORE 2u /* the mapping's first page comes before it */
 
 unsigned sm_large_debug; /* SLUBMALLOC_DEBUG flags for large blocks (set at init) */
 
@@ -44,6 +51,7 @@ struct lcached {
 	size_t len;
 	uint64_t when;
 	uint64_t map;
+	uint8_t guard;  /* as lentry's */
 };
 
 static uint64_t next_map = 1; /* mapping ids: one per mmap, and per mremap that moved */
@@ -148,18 +156,37 @@ static unsigned expire(struct lcached *out, bool force)
 	return n;
 }
 
+/* Unmap a range with its guard pages. */
+static void unmap_range(uintptr_t base, size_t len, unsigned guard)
+{
+	size_t before = guard & GUARD_BEFORE ? PAGE_SIZE_OS : 0;
+	size_t after = guard & GUARD_AFTER ? PAGE_SIZE_OS : 0;
+	sm_os_unmap((void *)(base - before), before + len + after);
+}
+
+/* Unmap a range's guard pages alone (before mremap). */
+static void unmap_guards(uintptr_t base, size_t len, unsigned guard)
+{
+	if (guard & GUARD_BEFORE)
+		sm_os_unmap((void *)(base - PAGE_SIZE_OS), PAGE_SIZE_OS);
+	if (guard & GUARD_AFTER)
+		sm_os_unmap((void *)(base + len), PAGE_SIZE_OS);
+}
+
 static void unmap_all(struct lcached *v, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
-		sm_os_unmap((void *)v[i].base, v[i].len);
+		unmap_range(v[i].base, v[i].len, v[i].guard);
 }
 
 /* Take len bytes from the best-fitting cached range; the rest of it stays cached, unless it is
  * under 1/8 of len: then the whole range goes (*have > len), so no sliver stays behind. When
  * no range is big enough, take the largest one of at least len / 2 whole and say its length in
  * *have (< len): the caller extends it with mremap, which keeps its resident pages. 0: none
- * fits. *map: the range's mapping. */
-static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map)
+ * fits. *map: the range's mapping; *guard: the guards of the range taken (a split hands out
+ * the lower part, with the guard before, if any: so a block reused from a range starts where
+ * an earlier one did, and finds the pages that one touched resident). */
+static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map, uint8_t *guard)
 {
 	int best = -1, largest = -1;
 	for (int i = 0; i < LARGE_CACHE_SLOTS; i++) {
@@ -177,16 +204,20 @@ static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map)
 		uintptr_t base = cached[largest].base;
 		*have = cached[largest].len;
 		*map = cached[largest].map;
+		*guard = cached[largest].guard;
 		cached_bytes -= *have;
 		cached[largest].base = 0;
 		return base;
 	}
 	uintptr_t base = cached[best].base;
 	*map = cached[best].map;
+	*guard = cached[best].guard;
 	if (cached[best].len - len < len / 8)
 		len = *have = cached[best].len;
 	cached_bytes -= len;
 	if (cached[best].len > len) {
+		*guard &= GUARD_BEFORE;
+		cached[best].guard &= GUARD_AFTER;
 		cached[best].base += len;
 		cached[best].len -= len;
 	} else {
@@ -216,6 +247,9 @@ static unsigned cache_put(struct lcached m, struct lcached *drop)
 		if (!c->base || c->map != m.map)
 			continue;
 		if (c->base + c->len == m.base || m.base + m.len == c->base) {
+			m.guard = c->base < m.base /* the lower one's before, the upper one's after */
+					  ? (c->guard & GUARD_BEFORE) | (m.guard & GUARD_AFTER)
+					  : (m.guard & GUARD_BEFORE) | (c->guard & GUARD_AFTER);
 			m.base = c->base < m.base ? c->base : m.base;
 			m.len += c->len;
 			cached_bytes -= c->len;
@@ -344,6 +378,33 @@ static void debug_free(struct lentry *e)
 		sm_os_unmap((void *)out.base, out.len);
 }
 
+/* A new mapping: a guard page, len bytes (aligned to align), a guard page. Returns the address
+ * of the len bytes. *guard: the guards there (none when they cannot be set: too many mappings;
+ * none before an aligned block, whose mapping is trimmed to its alignment). */
+static uintptr_t map_guarded(size_t len, size_t align, uint8_t *guard)
+{
+	size_t page = PAGE_SIZE_OS;
+	if (align > page) {
+		char *p = sm_os_map_aligned(len + page, align);
+		if (!p)
+			return 0;
+		*guard = sm_os_protect(p + len, page, false) ? GUARD_AFTER : 0;
+		if (!*guard)
+			sm_os_unmap(p + len, page);
+		return (uintptr_t)p;
+	}
+	char *p = sm_os_reserve(len + 2 * page);
+	if (!p)
+		return 0;
+	if (!sm_os_protect(p + page, len, true)) { /* too many mappings: a plain one */
+		sm_os_unmap(p, len + 2 * page);
+		*guard = 0;
+		return (uintptr_t)sm_os_map(len);
+	}
+	*guard = GUARD_BEFORE | GUARD_AFTER;
+	return (uintptr_t)(p + page);
+}
+
 void *sm_large_alloc(size_t size, size_t align, bool zero)
 {
 	if (size > PTRDIFF_MAX - 2 * REGION_SIZE || align > REGION_SIZE * 256)
@@ -356,14 +417,17 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 
 	size_t have = len;
 	uint64_t map = 0;
+	uint8_t guard = 0;
 	sm_lock(&large_lock);
 	unsigned nd = expire(drop, false);
 	if (align <= PAGE_SIZE_OS)
-		base = cache_take(len, &have, &map);
+		base = cache_take(len, &have, &map, &guard);
 	sm_unlock(&large_lock);
 	unmap_all(drop, nd);
 
 	if (base && have < len) {
+		unmap_guards(base, have, guard); /* (so that the range may grow in place) */
+		guard = 0;
 		void *q = sm_os_remap((void *)base, have, len);
 		if (!q) { /* out of address space: keep the range cached, try a new mapping */
 			struct lcached back = {.base = base, .len = have, .when = sm_os_now_ns(),
@@ -381,10 +445,9 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 	}
 	bool dirty = base != 0;
 	if (!base) {
-		base = (uintptr_t)(align <= PAGE_SIZE_OS ? sm_os_map(len) : sm_os_map_aligned(len, align));
+		base = map_guarded(len, align, &guard);
 		if (!base && sm_large_release_cached()) /* the cache held the address space */
-			base = (uintptr_t)(align <= PAGE_SIZE_OS ? sm_os_map(len)
-							 : sm_os_map_aligned(len, align));
+			base = map_guarded(len, align, &guard);
 		if (!base)
 			return errno = ENOMEM, NULL;
 		map = 0;
@@ -394,10 +457,11 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 		map = next_map++;
 	if ((table_used + 1) * 2 > table_cap && grow() < 0) {
 		sm_unlock(&large_lock);
-		sm_os_unmap((void *)base, len);
+		unmap_range(base, len, guard);
 		return errno = ENOMEM, NULL;
 	}
-	insert_nogrow((struct lentry){.key = base, .base = base, .len = len, .map = map});
+	insert_nogrow((struct lentry){.key = base, .base = base, .len = len, .map = map,
+				      .guard = guard});
 	sm_stat_large++;
 	if (sm_opt.stats)
 		sm_stat_large_req += size;
@@ -437,7 +501,8 @@ int sm_large_free(void *p)
 		debug_free(e);
 		return 1;
 	}
-	struct lcached m = {.base = e->base, .len = e->len, .when = sm_os_now_ns(), .map = e->map};
+	struct lcached m = {.base = e->base, .len = e->len, .when = sm_os_now_ns(), .map = e->map,
+			    .guard = e->guard};
 	erase(e);
 	live_add(-1, -(int64_t)m.len);
 	unsigned nd = expire(drop, false);
@@ -479,10 +544,12 @@ void *sm_large_realloc(void *p, size_t size)
 	struct lentry m = *e;
 	erase(e);
 	sm_unlock(&large_lock);
+	unmap_guards(m.base, m.len, m.guard); /* (so that the block may grow in place) */
+	m.guard = 0;
 	void *q = sm_os_remap((void *)m.base, m.len, len);
 	sm_lock(&large_lock);
-	insert_nogrow(q ? (struct lentry){(uintptr_t)q, (uintptr_t)q, len,
-					  (uintptr_t)q == m.base ? m.map : next_map++, 0}
+	insert_nogrow(q ? (struct lentry){.key = (uintptr_t)q, .base = (uintptr_t)q, .len = len,
+					  .map = (uintptr_t)q == m.base ? m.map : next_map++}
 			: m);
 	if (q)
 		live_add(0, (int64_t)len - (int64_t)m.len);

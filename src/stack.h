@@ -27,8 +27,8 @@ struct stack {
 	void **slots;    /* slots[-1] is a NULL guard (the double-free check reads it) */
 	void **floor;    /* malloc's fastpath pops while top > floor. A free stack's is slots, or
 			  * lim while the stack is held (stack_held: its objects must be sorted
-			  * before reuse, class_swap, or SLUBMALLOC_KFENCE is on). An allocation
-			  * stack's is slots, or raised to stop at a sample (kfence.c) */
+			  * before reuse, class_swap). An allocation stack's is slots, or raised
+			  * to stop at a sample (kfence.c) */
 };
 
 static inline uint32_t stack_count(const struct stack *b)

@@ -90,7 +90,7 @@ void sm_hold(struct tcache *tc)
 void sm_free_stack_floor(struct tcache *tc, unsigned cls)
 {
 	struct stack *f = &tc->free_stack[cls];
-	f->floor = (tc->held && sm_g.caches[cls].size < 64) || sm_kfence_every ? f->lim : f->slots;
+	f->floor = tc->held && sm_g.caches[cls].size < 64 ? f->lim : f->slots;
 }
 
 /* f (a held sub-line free_stack of the calling thread) is about to become malloc's stack: its
@@ -99,9 +99,6 @@ void sm_free_stack_floor(struct tcache *tc, unsigned cls)
 void sm_sort_foreign(struct stack *f)
 {
 	uint16_t id = sm_tc.id;
-	size_t cls = (size_t)(f - sm_tc.free_stack);
-	if (!sm_tc.held || cls >= NCLASS || sm_g.caches[cls].size >= 64)
-		return; /* held for SLUBMALLOC_KFENCE alone: nothing to sort */
 	struct stack *r = f + (offsetof(struct tcache, remote_stack) -
 			       offsetof(struct tcache, free_stack)) /
 				    sizeof(struct stack);

@@ -79,9 +79,6 @@ void sm_thread_setup(struct tcache *tc)
 	tc->state = T_LIVE;
 	if (__atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED))
 		sm_hold(tc);
-	else if (sm_kfence_every)
-		for (unsigned i = 0; i < NCLASS; i++)
-			sm_free_stack_floor(tc, i);
 }
 
 /* Thread exit: every cached object goes back to its slab, every active slab is unfrozen.
