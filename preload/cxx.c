@@ -1,6 +1,8 @@
 /* cxx.c: C++ operator new and delete in every form (plain, array, nothrow, sized, aligned),
  * written in C under their mangled names, so the library needs no C++ runtime. Each is one
- * call into the engine (fastpath.h; a failed new: alloc.c). Built with -fexceptions, so that a
+ * call into the engine (fastpath.h; a failed new: alloc.c). The plain and nothrow forms pass
+ * which they are (enum form) for SLUBMALLOC_DEBUG's M; the aligned ones pass FORM_C, as
+ * aligned allocations are made by memalign's path. Built with -fexceptions, so that a
  * std::bad_alloc thrown from a failed new unwinds through. */
 #include <stdbool.h>
 #include <stddef.h>
@@ -15,10 +17,12 @@
 	SM_EXPORT void name args __asm__(sym);                  \
 	SM_EXPORT void name args { call; }
 
-NEW(cxx_new, "_Znwm", (size_t n), sm_new(n, false))
-NEW(cxx_new_array, "_Znam", (size_t n), sm_new(n, false))
-NEW(cxx_new_nothrow, "_ZnwmRKSt9nothrow_t", (size_t n, const void *t), ((void)t, sm_new(n, true)))
-NEW(cxx_new_array_nothrow, "_ZnamRKSt9nothrow_t", (size_t n, const void *t), ((void)t, sm_new(n, true)))
+NEW(cxx_new, "_Znwm", (size_t n), sm_new(n, false, FORM_NEW))
+NEW(cxx_new_array, "_Znam", (size_t n), sm_new(n, false, FORM_NEW_ARRAY))
+NEW(cxx_new_nothrow, "_ZnwmRKSt9nothrow_t", (size_t n, const void *t),
+    ((void)t, sm_new(n, true, FORM_NEW)))
+NEW(cxx_new_array_nothrow, "_ZnamRKSt9nothrow_t", (size_t n, const void *t),
+    ((void)t, sm_new(n, true, FORM_NEW_ARRAY)))
 NEW(cxx_new_al, "_ZnwmSt11align_val_t", (size_t n, size_t al), sm_new_aligned(n, al, false))
 NEW(cxx_new_array_al, "_ZnamSt11align_val_t", (size_t n, size_t al), sm_new_aligned(n, al, false))
 NEW(cxx_new_al_nothrow, "_ZnwmSt11align_val_tRKSt9nothrow_t", (size_t n, size_t al, const void *t),
@@ -26,13 +30,15 @@ NEW(cxx_new_al_nothrow, "_ZnwmSt11align_val_tRKSt9nothrow_t", (size_t n, size_t 
 NEW(cxx_new_array_al_nothrow, "_ZnamSt11align_val_tRKSt9nothrow_t",
     (size_t n, size_t al, const void *t), ((void)t, sm_new_aligned(n, al, true)))
 
-DELETE(cxx_delete, "_ZdlPv", (void *p), sm_free_fast(p))
-DELETE(cxx_delete_array, "_ZdaPv", (void *p), sm_free_fast(p))
-DELETE(cxx_delete_sized, "_ZdlPvm", (void *p, size_t n), sm_free_sized_fast(p, n))
-DELETE(cxx_delete_array_sized, "_ZdaPvm", (void *p, size_t n), sm_free_sized_fast(p, n))
-DELETE(cxx_delete_nothrow, "_ZdlPvRKSt9nothrow_t", (void *p, const void *t), ((void)t, sm_free_fast(p)))
+DELETE(cxx_delete, "_ZdlPv", (void *p), sm_free_fast_form(p, FORM_NEW))
+DELETE(cxx_delete_array, "_ZdaPv", (void *p), sm_free_fast_form(p, FORM_NEW_ARRAY))
+DELETE(cxx_delete_sized, "_ZdlPvm", (void *p, size_t n), sm_free_sized_fast(p, n, FORM_NEW))
+DELETE(cxx_delete_array_sized, "_ZdaPvm", (void *p, size_t n),
+       sm_free_sized_fast(p, n, FORM_NEW_ARRAY))
+DELETE(cxx_delete_nothrow, "_ZdlPvRKSt9nothrow_t", (void *p, const void *t),
+       ((void)t, sm_free_fast_form(p, FORM_NEW)))
 DELETE(cxx_delete_array_nothrow, "_ZdaPvRKSt9nothrow_t", (void *p, const void *t),
-       ((void)t, sm_free_fast(p)))
+       ((void)t, sm_free_fast_form(p, FORM_NEW_ARRAY)))
 DELETE(cxx_delete_al, "_ZdlPvSt11align_val_t", (void *p, size_t al), ((void)al, sm_free_fast(p)))
 DELETE(cxx_delete_array_al, "_ZdaPvSt11align_val_t", (void *p, size_t al), ((void)al, sm_free_fast(p)))
 DELETE(cxx_delete_sized_al, "_ZdlPvmSt11align_val_t", (void *p, size_t n, size_t al),

@@ -26,7 +26,7 @@ SM_EXPORT void cfree(void *p)
 
 SM_EXPORT void free_sized(void *p, size_t size)
 {
-	sm_free_sized_fast(p, size);
+	sm_free_sized_fast(p, size, FORM_C);
 }
 
 SM_EXPORT void free_aligned_sized(void *p, size_t align, size_t size)

@@ -12,10 +12,10 @@
 
 /* An object of class cls for a request of req bytes; caller: the return address of the
  * public entry point (debug caches record it). */
-static void *alloc_class(unsigned cls, size_t req, void *caller)
+static void *alloc_class(unsigned cls, size_t req, void *caller, unsigned form)
 {
 	if (unlikely(sm_g.caches[cls].debug))
-		return sm_debug_alloc(&sm_g.caches[cls], req, caller);
+		return sm_debug_alloc(&sm_g.caches[cls], req, caller, form);
 	struct tcache *tc = &sm_tc;
 	if (unlikely(tc->state != T_LIVE)) {
 		if (tc->state == T_NEW)
@@ -75,14 +75,14 @@ static SM_COLD void *no_region(unsigned cls, size_t size, size_t align)
 {
 	void *p = NULL;
 	if (sm_trim())
-		p = alloc_class(cls, size, NULL);
+		p = alloc_class(cls, size, NULL, FORM_C);
 	return p ? p : alloc_large(size, align, false);
 }
 
 /* malloc's fastpath found nothing it may pop: the allocation stack is empty, and the free
  * stack is empty or needs sorting first. A sorted free stack becomes the allocation stack
  * (class_swap) and malloc takes its top; else the slow path. */
-void *sm_alloc_swap(struct stack *b, size_t size)
+void *sm_alloc_swap(struct stack *b, size_t size, unsigned form)
 {
 	struct stack *f = free_stack_beside(b);
 	hold_if_shared(&sm_tc);
@@ -94,7 +94,7 @@ void *sm_alloc_swap(struct stack *b, size_t size)
 			return free_key_clear(*--b->top);
 	}
 	if (f->top == f->slots || !class_swap(b, f)) /* (or every object was another thread's) */
-		return sm_alloc_slow(size);
+		return sm_alloc_slow(size, form);
 	if (unlikely(sm_kfence_every))
 		sm_kfence_arm(b);
 	return free_key_clear(*--b->top);
@@ -102,7 +102,7 @@ void *sm_alloc_swap(struct stack *b, size_t size)
 
 /* The fastpaths call the slow halves last (a tail call), so __builtin_return_address(0) here
  * is, in an optimised build, the caller of malloc/free itself. */
-__attribute__((noinline)) void *sm_alloc_slow(size_t size)
+__attribute__((noinline)) void *sm_alloc_slow(size_t size, unsigned form)
 {
 	if (unlikely(!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE)))
 		sm_init();
@@ -114,11 +114,11 @@ __attribute__((noinline)) void *sm_alloc_slow(size_t size)
 			return z;
 	}
 	unsigned cls = sm_size_to_class(size);
-	void *p = alloc_class(cls, size, __builtin_return_address(0));
+	void *p = alloc_class(cls, size, __builtin_return_address(0), form);
 	return likely(p) ? p : no_region(cls, size, 0);
 }
 
-void sm_free_slow(void *p)
+void sm_free_slow(void *p, unsigned form)
 {
 	if (!p)
 		return;
@@ -127,7 +127,7 @@ void sm_free_slow(void *p)
 	if (region_is_ours(a)) {
 		struct slab *s = slab_of(a);
 		if (s && unlikely(s->cache->debug)) {
-			sm_debug_free(s, p, __builtin_return_address(0));
+			sm_debug_free(s, p, __builtin_return_address(0), form);
 			errno = saved;
 			return;
 		}
@@ -198,7 +198,7 @@ size_t sm_usable_size(const void *p)
 
 /* sized free's slow path (fastpath.h): the size given must fit the block and, with lower, be
  * one malloc or realloc could have put in it (a debug block knows its exact size). */
-void sm_free_sized(void *p, size_t size, bool lower)
+void sm_free_sized(void *p, size_t size, bool lower, unsigned form)
 {
 	if (p) {
 		uintptr_t a = (uintptr_t)p;
@@ -210,7 +210,7 @@ void sm_free_sized(void *p, size_t size, bool lower)
 		if (lower && (exact ? size != have : !lower_ok(size, have)))
 			sm_fatal("sized free", p, "(size smaller than the block)");
 	}
-	sm_free_slow(p);
+	sm_free_slow(p, form);
 }
 
 void *sm_calloc(size_t n, size_t size)
@@ -270,7 +270,7 @@ void *sm_memalign(size_t align, size_t size)
 		sm_init();
 	unsigned cls = sm_class_for_align(size, align);
 	if (cls < NCLASS && !sm_g.caches[cls].debug) { /* debug slots are not naturally aligned */
-		void *p = alloc_class(cls, size, __builtin_return_address(0));
+		void *p = alloc_class(cls, size, __builtin_return_address(0), FORM_C);
 		return likely(p) ? p : no_region(cls, size, align);
 	}
 	return alloc_large(size, align, false);
@@ -323,7 +323,7 @@ extern void cxx_throw_bad_alloc(void) __asm__("_ZSt17__throw_bad_allocv")
 
 /* A failed new runs std::get_new_handler()'s handler and retries. Without a handler it
  * returns NULL (nothrow) or throws std::bad_alloc through libstdc++'s own thrower. */
-SM_COLD void *sm_new_failed(size_t n, size_t align, bool nothrow)
+SM_COLD void *sm_new_failed(size_t n, size_t align, bool nothrow, unsigned form)
 {
 	for (;;) {
 		new_handler_fn h = (!nothrow && cxx_get_new_handler) ? cxx_get_new_handler() : NULL;
@@ -335,7 +335,7 @@ SM_COLD void *sm_new_failed(size_t n, size_t align, bool nothrow)
 			sm_fatal("operator new", NULL, "failed and std::bad_alloc cannot be thrown");
 		}
 		h();
-		void *p = align ? sm_memalign(align, n) : sm_alloc_fast(n);
+		void *p = align ? sm_memalign(align, n) : sm_alloc_fast_form(n, form);
 		if (p)
 			return p;
 	}

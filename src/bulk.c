@@ -43,7 +43,7 @@ static SM_COLD size_t take_fail(size_t got, void **ptrs)
 static size_t alloc_each(size_t size, size_t n, void **ptrs)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!(ptrs[i] = sm_alloc_slow(size)))
+		if (!(ptrs[i] = sm_alloc_slow(size, FORM_C)))
 			return bulk_fail(i, ptrs);
 	return n;
 }
@@ -113,7 +113,7 @@ static SM_COLD size_t malloc_bulk_slow(size_t size, size_t n, void **ptrs)
 	if (!ptrs)
 		return errno = EINVAL, 0;
 	if (n == 1) /* one object: malloc's own paths */
-		return (ptrs[0] = sm_alloc_slow(size)) ? 1 : 0;
+		return (ptrs[0] = sm_alloc_slow(size, FORM_C)) ? 1 : 0;
 	return alloc_slow(size, n, ptrs);
 }
 
@@ -199,7 +199,7 @@ static SM_COLD void free_rest(struct tcache *tc, void **at, void **end)
 {
 	do {
 		if (*at)
-			sm_free_slow(*at); /* flush, report, large, or a thread without a cache */
+			sm_free_slow(*at, FORM_C); /* flush, report, large, or a thread without a cache */
 		at = free_runs(tc, at + 1, end, NULL);
 	} while (at != end);
 }

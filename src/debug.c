@@ -37,6 +37,7 @@ struct dmeta {
 	uint64_t req;           /* the size asked for */
 	void *alloc_ip, *free_ip;
 	uint32_t alloc_tid, free_tid;
+	uint64_t form;          /* enum form: the call that allocated it */
 	uint64_t fp;            /* the free pointer while free */
 };
 
@@ -175,7 +176,7 @@ static uint32_t tid(void)
 	return sm_os_tid();
 }
 
-void *sm_debug_alloc(struct cache *c, size_t req, void *caller)
+void *sm_debug_alloc(struct cache *c, size_t req, void *caller, unsigned form)
 {
 	void *o = NULL;
 	sm_lock(&c->dlock);
@@ -198,6 +199,7 @@ void *sm_debug_alloc(struct cache *c, size_t req, void *caller)
 	}
 	m->state = DSTATE_ALLOC ^ (uintptr_t)m;
 	m->req = req;
+	m->form = form;
 	m->alloc_ip = caller;
 	m->alloc_tid = tid();
 	m->free_ip = NULL;
@@ -281,11 +283,31 @@ void sm_debug_unlock_all(void)
 	sm_unlock(&quar_lock);
 }
 
-void sm_debug_free(struct slab *s, void *p, void *caller)
+/* M: "(delete[] of a block from new)" into d. */
+static const char *mismatch(char *d, unsigned freed, unsigned made)
+{
+	static const char *const frees[] = {"free", "delete", "delete[]"};
+	static const char *const allocs[] = {"malloc", "new", "new[]"};
+	const char *parts[] = {"(", frees[freed % 3], " of a block from ", allocs[made % 3], ")"};
+	char *o = d;
+	for (unsigned i = 0; i < 5; i++)
+		for (const char *q = parts[i]; *q;)
+			*o++ = *q++;
+	*o = 0;
+	return d;
+}
+
+void sm_debug_free(struct slab *s, void *p, void *caller, unsigned form)
 {
 	struct cache *c = s->cache;
 	struct dmeta *m = live_meta(s, p, "invalid free");
 	char *slot = (char *)p - DBG_RZ;
+	if ((c->debug & DBG_M) && m->form != form) {
+		char d[48];
+		m->free_ip = caller;
+		m->free_tid = tid();
+		report_free(c, slot, "mismatched free", mismatch(d, form, (unsigned)m->form));
+	}
 	if (c->debug & DBG_Z)
 		check_redzones(c, slot, m->req);
 	m->free_ip = caller;

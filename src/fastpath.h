@@ -31,7 +31,8 @@
 
 #include "internal.h"
 
-static inline void *sm_alloc_fast(size_t size)
+/* malloc's fastpath for a call of form (enum form; sm_alloc_fast: FORM_C). */
+static inline void *sm_alloc_fast_form(size_t size, unsigned form)
 {
 	if (likely(size - 1 < MAX_SMALL)) {
 		struct stack *b = alloc_stack_for(size);
@@ -46,9 +47,14 @@ static inline void *sm_alloc_fast(size_t size)
 			b->top = --t;
 			return free_key_clear(*t);
 		}
-		return sm_alloc_swap(b, size);
+		return sm_alloc_swap(b, size, form);
 	}
-	return sm_alloc_slow(size);
+	return sm_alloc_slow(size, form);
+}
+
+static inline void *sm_alloc_fast(size_t size)
+{
+	return sm_alloc_fast_form(size, FORM_C);
 }
 
 /* free's fastpath for a block of at least size bytes (0: any). Sized frees pass their size,
@@ -75,20 +81,25 @@ static inline bool free_push(void *p, size_t size, bool lower)
 	return false;
 }
 
-static inline void sm_free_fast(void *p)
+static inline void sm_free_fast_form(void *p, unsigned form)
 {
 	if (likely(free_push(p, 0, false)))
 		return;
-	sm_free_slow(p);
+	sm_free_slow(p, form);
+}
+
+static inline void sm_free_fast(void *p)
+{
+	sm_free_fast_form(p, FORM_C);
 }
 
 /* free_sized, sized operator delete: free's fastpath; a size that cannot be the block's, a
  * large block, a full stack: the slow path, which reports a wrong size. */
-static inline void sm_free_sized_fast(void *p, size_t size)
+static inline void sm_free_sized_fast(void *p, size_t size, unsigned form)
 {
 	if (likely(free_push(p, size, true)))
 		return;
-	sm_free_sized(p, size, true);
+	sm_free_sized(p, size, true, form);
 }
 
 /* free_aligned_sized, aligned sized delete: the same, with no lower bound (an aligned block
@@ -97,20 +108,20 @@ static inline void sm_free_aligned_sized_fast(void *p, size_t size)
 {
 	if (likely(free_push(p, size, false)))
 		return;
-	sm_free_sized(p, size, false);
+	sm_free_sized(p, size, false, FORM_C);
 }
 
 /* operator new: malloc's fastpath, then the new-handler protocol (alloc.c). */
-static inline void *sm_new(size_t n, bool nothrow)
+static inline void *sm_new(size_t n, bool nothrow, unsigned form)
 {
-	void *p = sm_alloc_fast(n);
-	return likely(p) ? p : sm_new_failed(n, 0, nothrow);
+	void *p = sm_alloc_fast_form(n, form);
+	return likely(p) ? p : sm_new_failed(n, 0, nothrow, form);
 }
 
 static inline void *sm_new_aligned(size_t n, size_t align, bool nothrow)
 {
 	void *p = sm_memalign(align, n);
-	return likely(p) ? p : sm_new_failed(n, align, nothrow);
+	return likely(p) ? p : sm_new_failed(n, align, nothrow, FORM_C);
 }
 
 #endif

@@ -236,8 +236,12 @@ static inline bool class_swap(struct stack *b, struct stack *f)
 #define DBG_U 8u   /* record allocation and free call sites and threads */
 #define DBG_Q 16u  /* quarantine: freed objects wait, and come back in random order */
 #define DBG_I 32u  /* init: objects zeroed when handed out (and freed, without P) */
-#define DBG_LETTERS "FZPUQI" /* bit i is letter i */
-#define DBG_ALL (DBG_F | DBG_Z | DBG_P | DBG_U | DBG_Q | DBG_I)
+#define DBG_M 64u  /* mismatch: a block from new freed by delete[] (or free), and so on */
+/* The call that allocated or freed a block, for M. The C calls (malloc's family, free) are
+ * FORM_C. The fastpaths pass the form to the slow paths only: it costs them nothing. */
+enum form { FORM_C = 0, FORM_NEW = 1, FORM_NEW_ARRAY = 2 };
+#define DBG_LETTERS "FZPUQIM" /* bit i is letter i */
+#define DBG_ALL (DBG_F | DBG_Z | DBG_P | DBG_U | DBG_Q | DBG_I | DBG_M)
 struct sm_options {
 	int stats;                /* SLUBMALLOC_STATS */
 	int verbose;              /* SLUBMALLOC_VERBOSE */
@@ -554,19 +558,21 @@ void sm_large_lock_all(void);
 void sm_large_unlock_all(bool reinit);
 
 /* "alloc.c": the slow halves of the public entry points */
-void *sm_alloc_slow(size_t size);
-void *sm_alloc_swap(struct stack *b, size_t size); /* malloc's stack b is empty (alloc.c) */
-void sm_free_slow(void *p);
+/* form (enum form): the call's, for SLUBMALLOC_DEBUG's M; FORM_C for the C calls */
+void *sm_alloc_slow(size_t size, unsigned form);
+void *sm_alloc_swap(struct stack *b, size_t size, unsigned form); /* malloc's stack b is empty */
+void sm_free_slow(void *p, unsigned form);
 void *sm_calloc(size_t n, size_t size);
 void *sm_realloc(void *p, size_t size);
 void *sm_memalign(size_t align, size_t size);
 size_t sm_usable_size(const void *p);
-void sm_free_sized(void *p, size_t size, bool lower);
+void sm_free_sized(void *p, size_t size, bool lower, unsigned form);
 int sm_posix_memalign(void **out, size_t align, size_t size);
 void *sm_valloc(size_t size);
 void *sm_pvalloc(size_t size);
 void *sm_reallocarray(void *p, size_t n, size_t size);
-SM_COLD void *sm_new_failed(size_t n, size_t align, bool nothrow); /* new-handler, bad_alloc */
+SM_COLD void *sm_new_failed(size_t n, size_t align, bool nothrow,
+			    unsigned form); /* new-handler, bad_alloc */
 
 /* "options.c" */
 void sm_options_read(void);                /* init only: the environment -> sm_opt */
@@ -579,8 +585,8 @@ bool sm_free_listed(struct tcache *tc, struct slab *d, void *p); /* p (key set) 
 /* "debug.c": SLUBMALLOC_DEBUG caches (no thread stacks; every call comes here) */
 void sm_debug_setup(struct cache *c, unsigned flags);
 void sm_debug_slab_init(struct slab *s);   /* a new slab of a debug cache */
-void *sm_debug_alloc(struct cache *c, size_t req, void *caller);
-void sm_debug_free(struct slab *s, void *p, void *caller);
+void *sm_debug_alloc(struct cache *c, size_t req, void *caller, unsigned form);
+void sm_debug_free(struct slab *s, void *p, void *caller, unsigned form);
 size_t sm_debug_usable(struct slab *s, const void *p);
 /* "kfence.c": sampled guard pages, SLUBMALLOC_KFENCE=N */
 extern uint32_t sm_kfence_every;           /* N, or 0: off */

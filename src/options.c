@@ -189,7 +189,7 @@ void sm_options_print(void)
 	show("SLUBMALLOC_STATS_FILE", sm_opt.stats_file[0] ? sm_opt.stats_file : "(stderr)",
 	     "where SLUBMALLOC_STATS=1 writes; default stderr");
 	show("SLUBMALLOC_DEBUG", dbg, "F checks, Z red zones, P poison, U call sites, Q quarantine, "
-	     "I zeroing [,caches]; default - (off)");
+	     "I zeroing, M new/delete mismatch [,caches]; default - (off)");
 	show_num("SLUBMALLOC_PURGE_DELAY_MS", sm_opt.purge_delay_ns / 1000000ULL,
 		 "ms before empty slab pages and freed large blocks go back to the OS; default 1000");
 	show_num("SLUBMALLOC_MIN_PARTIAL", sm_opt.min_partial,

@@ -138,7 +138,7 @@ run_test bad_input 0 bash tests/bad/run_bad.sh "$lib" build
 # reference, then the default mode and SLUBMALLOC_DEBUG=1, each with a floor it must reach
 bash tests/bad/battery.sh --quiet build glibc - | tail -n 1
 run_test battery_default 0 bash tests/bad/battery.sh --quiet --min 70 build default "$lib"
-run_test battery_debug 0 bash tests/bad/battery.sh --quiet --min 99 build debug "$lib" SLUBMALLOC_DEBUG=1
+run_test battery_debug 0 bash tests/bad/battery.sh --quiet --min 101 build debug "$lib" SLUBMALLOC_DEBUG=1
 
 # the libFuzzer harness over the committed seed corpus, about a minute (tests/fuzz/run_fuzz.sh)
 run_test fuzz 0 bash tests/fuzz/run_fuzz.sh 60
