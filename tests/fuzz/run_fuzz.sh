@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # tests/fuzz/run_fuzz.sh SECONDS: builds the harness if needed (tests/fuzz/build.sh), then fuzzes
 # for SECONDS (default 60) starting from a copy of the committed seed corpus tests/fuzz/corpus/,
-# in a temporary directory: the committed corpus is never written. Two thirds of the time in
-# the default mode, a third under SLUBMALLOC_DEBUG=1 (every check: red zones, poison,
-# quarantine, zeroing, faulting malloc(0), guarded large blocks). Prints the harness's final
+# in a temporary directory: the committed corpus is never written. Half of the time in the
+# default mode, a third under SLUBMALLOC_DEBUG=1 (every check: red zones, poison, quarantine,
+# zeroing, form mismatch, guarded large blocks), the rest under SLUBMALLOC_KFENCE=20. Prints the harness's final
 # statistics, among them stat::number_of_executed_units. Exit status: 0 when the run ended
 # without a crash, non-zero on any crash / shadow-model violation / engine report / timeout /
 # build failure. On failure the crashing input and the full log are kept in build-fuzz/
@@ -75,11 +75,13 @@ fi
 
 log=$work/fuzz.log
 rc=0
-dsecs=$((secs / 3 ? secs / 3 : 1))
-for pass in "default:$((secs - dsecs > 0 ? secs - dsecs : 1))" "debug:$dsecs"; do
+dsecs=$((secs / 3 ? secs / 3 : 1)) ksecs=$((secs / 6 ? secs / 6 : 1))
+for pass in "default:$((secs - dsecs - ksecs > 0 ? secs - dsecs - ksecs : 1))" "debug:$dsecs" \
+    "kfence:$ksecs"; do
     name=${pass%%:*} t=${pass#*:}
-    env=(env -u SLUBMALLOC_DEBUG)
-    [ "$name" = debug ] && env=(env SLUBMALLOC_DEBUG=1)
+    env=(env -u SLUBMALLOC_DEBUG -u SLUBMALLOC_KFENCE)
+    [ "$name" = debug ] && env+=(SLUBMALLOC_DEBUG=1)
+    [ "$name" = kfence ] && env+=(SLUBMALLOC_KFENCE=20)
     echo "run_fuzz: $bin for ${t}s ($name mode) over a copy of tests/fuzz/corpus ($(find tests/fuzz/corpus -type f | wc -l) seeds)"
     timeout -k 10 $((t + 120)) "${env[@]}" "$bin" -max_total_time="$t" -print_final_stats=1 \
         -max_len=2048 -timeout=30 -rss_limit_mb=2048 -artifact_prefix="$work/artifacts/" \
