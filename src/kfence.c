@@ -187,6 +187,15 @@ static void write_stack(const char *what, uint32_t tid, void *const *bt, int n)
 		sm_write_num(2, (uint64_t)i, 10);
 		sm_write(2, " ");
 		write_hex((uintptr_t)bt[i]);
+		uintptr_t off; /* "(file+0x..)": what addr2line -e file takes */
+		const char *mod = sm_os_module(bt[i], &off);
+		if (mod) {
+			sm_write(2, " (");
+			sm_write(2, mod);
+			sm_write(2, "+");
+			write_hex(off);
+			sm_write(2, ")");
+		}
 		sm_write(2, "\n");
 	}
 }

@@ -51,6 +51,8 @@ void sm_os_on_fault(void (*h)(void *addr));
 /* unwind.c: up to max return addresses of the calling thread, the innermost skip frames left
  * out; returns how many. */
 int sm_os_backtrace(void **out, int max, int skip);
+/* unwind.c: the file of the module ip lies in, and ip's offset from its base; NULL: none */
+const char *sm_os_module(const void *ip, uintptr_t *offset);
 
 /* ---- threads and time (os.c) ---- */
 void sm_os_yield(void);

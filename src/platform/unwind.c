@@ -1,7 +1,10 @@
 /* unwind.c: the calling thread's stack, as return addresses, from libgcc's DWARF unwinder
  * (_Unwind_Backtrace): programs and libraries built without frame pointers unwind too.
  * The unwinder finds frame tables through dl_iterate_phdr and allocates nothing for them.
- * Callers guard against re-entry: a malloc made from inside the unwinder must not unwind. */
+ * Callers guard against re-entry: a malloc made from inside the unwinder must not unwind.
+ * sm_os_module names the module an address lies in, for reports (dladdr: no allocation). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdint.h>
 #include <unwind.h>
 
@@ -32,4 +35,13 @@ int sm_os_backtrace(void **out, int max, int skip)
 	if (max > 0)
 		_Unwind_Backtrace(step, &w);
 	return w.n;
+}
+
+const char *sm_os_module(const void *ip, uintptr_t *offset)
+{
+	Dl_info info;
+	if (!dladdr(ip, &info) || !info.dli_fbase)
+		return NULL;
+	*offset = (uintptr_t)ip - (uintptr_t)info.dli_fbase;
+	return info.dli_fname && *info.dli_fname ? info.dli_fname : "(the program)";
 }

@@ -125,7 +125,7 @@ cases=(
     "kfence_overflow_guard     KFENCE=1 1 abort KFENCE: out-of-bounds access at 0x.*bytes right of object && allocated by thread"
     "kfence_overflow_at_free   KFENCE=1 1 abort KFENCE: out-of-bounds write \\(seen at free\\) at 0x && allocated by thread"
     "kfence_underflow_at_free  KFENCE=1 1 abort KFENCE: out-of-bounds write \\(seen at free\\) at 0x"
-    "kfence_use_after_free     KFENCE=1 1 abort KFENCE: use after free at 0x && allocated by thread && freed by thread"
+    "kfence_use_after_free     KFENCE=1 1 abort KFENCE: use after free at 0x && allocated by thread && freed by thread && #0 0x[0-9a-f]+ \\(.*bad_input\\+0x[0-9a-f]+\\)"
     "kfence_double_free        KFENCE=1 1 abort KFENCE: double free at 0x"
     # 9. zero-size blocks: no access (a fault), and a double free is reported
     "zero_size_write           -    1 segv"
