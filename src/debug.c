@@ -59,19 +59,13 @@ void sm_debug_setup(struct cache *c, unsigned flags)
 	c->fpoff = DBG_RZ + osize + DBG_RZ + (uint32_t)offsetof(struct dmeta, fp);
 }
 
-static void write_hex(uint64_t v)
-{
-	sm_write(2, "0x");
-	sm_write_num(2, v, 16);
-}
-
 /* The 32 bytes around addr (clamped to the slot), as the kernel's reports show them. */
 static void dump_bytes(const struct cache *c, char *slot, const unsigned char *addr)
 {
 	const unsigned char *lo = addr - 8 < (unsigned char *)slot ? (unsigned char *)slot : addr - 8;
 	const unsigned char *end = (unsigned char *)meta_of(c, slot);
 	sm_write(2, "slubmalloc:   bytes at ");
-	write_hex((uintptr_t)lo);
+	sm_write_hex(2, (uintptr_t)lo);
 	sm_write(2, ":");
 	for (int i = 0; i < 32 && lo + i < end; i++) {
 		char b[4] = {' ', "0123456789abcdef"[lo[i] >> 4], "0123456789abcdef"[lo[i] & 15], 0};
@@ -85,7 +79,7 @@ static void write_track(const char *what, void *ip, uint32_t tid)
 	sm_write(2, "slubmalloc:   ");
 	sm_write(2, what);
 	sm_write(2, " by ");
-	write_hex((uintptr_t)ip);
+	sm_write_hex(2, (uintptr_t)ip);
 	sm_write(2, " thread ");
 	sm_write_num(2, tid, 10);
 	sm_write(2, "\n");
@@ -111,9 +105,9 @@ SM_NORETURN static void report(const struct cache *c, char *slot, const char *wh
 	sm_write(2, "slubmalloc: ");
 	sm_write(2, what);
 	sm_write(2, " at ");
-	write_hex((uintptr_t)at);
+	sm_write_hex(2, (uintptr_t)at);
 	sm_write(2, " (object ");
-	write_hex((uintptr_t)obj);
+	sm_write_hex(2, (uintptr_t)obj);
 	sm_write(2, ", offset ");
 	if ((const char *)at < obj) {
 		sm_write(2, "-");
@@ -138,7 +132,7 @@ SM_NORETURN static void report_free(const struct cache *c, char *slot, const cha
 	sm_write(2, "slubmalloc: ");
 	sm_write(2, what);
 	sm_write(2, " of ");
-	write_hex((uintptr_t)(slot + DBG_RZ));
+	sm_write_hex(2, (uintptr_t)(slot + DBG_RZ));
 	sm_write(2, " in cache ");
 	sm_write(2, c->name);
 	if (*detail) {
@@ -302,16 +296,14 @@ void sm_debug_free(struct slab *s, void *p, void *caller, unsigned form)
 	struct cache *c = s->cache;
 	struct dmeta *m = live_meta(s, p, "invalid free");
 	char *slot = (char *)p - DBG_RZ;
+	m->free_ip = caller;
+	m->free_tid = tid();
 	if ((c->debug & DBG_M) && m->form != form) {
 		char d[48];
-		m->free_ip = caller;
-		m->free_tid = tid();
 		report_free(c, slot, "mismatched free", mismatch(d, form, (unsigned)m->form));
 	}
 	if (c->debug & DBG_Z)
 		check_redzones(c, slot, m->req);
-	m->free_ip = caller;
-	m->free_tid = tid();
 	if (c->debug & DBG_P)
 		memset(p, DBG_POISON, c->osize);
 	else if (c->debug & DBG_I)

@@ -169,12 +169,6 @@ void sm_kfence_arm(struct stack *b)
 }
 
 /* ---- reports ---- */
-static void write_hex(uintptr_t v)
-{
-	sm_write(2, "0x");
-	sm_write_num(2, v, 16);
-}
-
 static void write_stack(const char *what, uint32_t tid, void *const *bt, int n)
 {
 	sm_write(2, "slubmalloc:   ");
@@ -186,14 +180,14 @@ static void write_stack(const char *what, uint32_t tid, void *const *bt, int n)
 		sm_write(2, "slubmalloc:     #");
 		sm_write_num(2, (uint64_t)i, 10);
 		sm_write(2, " ");
-		write_hex((uintptr_t)bt[i]);
+		sm_write_hex(2, (uintptr_t)bt[i]);
 		uintptr_t off; /* "(file+0x..)": what addr2line -e file takes */
 		const char *mod = sm_os_module(bt[i], &off);
 		if (mod) {
 			sm_write(2, " (");
 			sm_write(2, mod);
 			sm_write(2, "+");
-			write_hex(off);
+			sm_write_hex(2, off);
 			sm_write(2, ")");
 		}
 		sm_write(2, "\n");
@@ -206,7 +200,7 @@ SM_NORETURN static void report(const struct kslot *s, const char *what, uintptr_
 	sm_write(2, "slubmalloc: KFENCE: ");
 	sm_write(2, what);
 	sm_write(2, " at ");
-	write_hex(at);
+	sm_write_hex(2, at);
 	sm_write(2, " (");
 	if (at < s->obj) {
 		sm_write_num(2, s->obj - at, 10);
@@ -220,7 +214,7 @@ SM_NORETURN static void report(const struct kslot *s, const char *what, uintptr_
 		sm_write(2, " in");
 	}
 	sm_write(2, " object ");
-	write_hex(s->obj);
+	sm_write_hex(2, s->obj);
 	sm_write(2, ", size ");
 	sm_write_num(2, s->size, 10);
 	sm_write(2, s->state == KF_FREED ? ", freed)\n" : ")\n");

@@ -61,7 +61,7 @@ static struct lentry *table;
 static size_t table_cap, table_used;
 static struct lcached cached[LARGE_CACHE_SLOTS];
 static size_t cached_bytes;   /* of cached[] */
-static struct lcached recent; /* the range freed last, no access; base 0: none */
+static struct lcached recent; /* the range freed last (up to LARGE_RECENT_MAX); base 0: none */
 #define LARGE_DROP_MAX (2 * LARGE_CACHE_SLOTS + 2)
 uint64_t sm_stat_large, sm_stat_large_req;
 static uint64_t live_n, live_bytes, peak_n, peak_bytes; /* blocks handed out (statistics) */

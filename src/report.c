@@ -37,13 +37,19 @@ void sm_write_num(int fd, uint64_t v, int base)
 	sm_write_num_pad(fd, v, base, 0);
 }
 
+void sm_write_hex(int fd, uint64_t v)
+{
+	sm_write(fd, "0x");
+	sm_write_num(fd, v, 16);
+}
+
 /* "slubmalloc: <what> of 0x<p> <detail>" on stderr, then abort(). */
 void sm_fatal(const char *what, const void *p, const char *detail)
 {
 	sm_write(2, "slubmalloc: ");
 	sm_write(2, what);
-	sm_write(2, " of 0x");
-	sm_write_num(2, (uintptr_t)p, 16);
+	sm_write(2, " of ");
+	sm_write_hex(2, (uintptr_t)p);
 	if (detail && *detail) {
 		sm_write(2, " ");
 		sm_write(2, detail);

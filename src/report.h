@@ -11,6 +11,7 @@
 void sm_write(int fd, const char *s);   /* errno kept */
 void sm_write_num(int fd, uint64_t v, int base);
 void sm_write_num_pad(int fd, uint64_t v, int base, int width);
+void sm_write_hex(int fd, uint64_t v);  /* "0x..." */
 /* "slubmalloc: WHAT of 0xP DETAIL" on stderr, then abort(). */
 SM_NORETURN void sm_fatal(const char *what, const void *p, const char *detail);
 #pragma GCC visibility pop

@@ -15,7 +15,7 @@
  *                                        drain its state for c; then c->dead = 1 (freeable).
  *   membarrier runs a full barrier on every running thread of the process (a descheduled one
  *   has passed a context switch), so each thread's call either began after that barrier (and
- *   its load of c->dead sees 1: it leaves c's state alone) or its typed_in = c is visible to the
+ *   its load of c->dead sees it set: it leaves c's state alone) or its typed_in = c is visible to the
  *   destroyer, which waits for the call to end. Without membarrier (old kernels) each call
  *   issues a full fence instead, chosen once. A call that sees c dead clears typed_in within a
  *   few instructions, so the wait ends even while a thread keeps calling on c. typed_in is
