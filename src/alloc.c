@@ -31,13 +31,15 @@ static void *alloc_class(unsigned cls, size_t req, void *caller, unsigned form)
 	if (f->top > f->floor) {
 		p = *--f->top;
 		sm_count(&sm_g.caches[cls], EV_ALLOC_FAST, 1);
-	} else if (b->top != b->slots || class_swap(b, f)) {
+	} else if (b->top != b->slots || (swap_pays(tc, f) && class_swap(b, f))) {
 		p = *--b->top;
+		if (unlikely(tc->smp_armed))
+			sm_sample_arm(b, 1);
 		sm_count(&sm_g.caches[cls], EV_ALLOC_FAST, 1);
 	} else {
 		p = sm_refill(tc, cls);
-		if (unlikely(sm_kfence_every))
-			sm_kfence_arm(b);
+		if (unlikely(tc->smp_armed) && p)
+			sm_sample_arm(b, 1); /* (p was its top) */
 	}
 	if (!p)
 		return errno = ENOMEM, NULL;
@@ -84,19 +86,12 @@ static SM_COLD void *no_region(unsigned cls, size_t size, size_t align)
  * (class_swap) and malloc takes its top; else the slow path. */
 void *sm_alloc_swap(struct stack *b, size_t size, unsigned form)
 {
+	if (unlikely(sm_sampling))
+		return sm_sample_swap(b, size, form);
 	struct stack *f = free_stack_beside(b);
 	hold_if_shared(&sm_tc);
-	if (unlikely(sm_kfence_every)) {
-		void *k = sm_kfence_point(b, size);
-		if (k)
-			return k;
-		if (b->top > b->slots) /* (a raised floor that was not the sample) */
-			return free_key_clear(*--b->top);
-	}
 	if (f->top == f->slots || !class_swap(b, f)) /* (or every object was another thread's) */
 		return sm_alloc_slow(size, form);
-	if (unlikely(sm_kfence_every))
-		sm_kfence_arm(b);
 	return free_key_clear(*--b->top);
 }
 

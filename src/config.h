@@ -48,6 +48,12 @@
 						 * together, hold at most this many bytes of
 						 * objects: a class whose stacks would pass
 						 * it keeps cap_grown */
+#define SAMPLE_BATCH 32                         /* sampling (sample.c): a refill brings at most
+						 * this many; a held free stack of this many
+						 * becomes the allocation stack: a malloc/free
+						 * loop cycles through this many objects */
+#define SAMPLE_GAP_NS 10000000ull              /* KFENCE samples this far apart at least: each
+						 * costs two mprotects and two unwinds */
 #define SHORT_BULK 4                            /* bulk frees of fewer pointers skip the runs
                                                  * (their setup costs more than it saves) */
 #define DEPOT_MAX 512                           /* objects a class's depot holds, at most

@@ -40,7 +40,9 @@ void sm_init(void)
 	sm_region_first();
 	if (sm_opt.kfence)
 		sm_kfence_init(sm_opt.kfence);
+	sm_sample_init();
 	sm_zero_init();
+	sm_fault_init();
 	sm_large_debug = sm_opt.debug & (DBG_Z | DBG_P | DBG_Q) && sm_options_debugs("large")
 				 ? sm_opt.debug : 0;
 	for (unsigned i = 0; i < NCLASS; i++) {

@@ -107,8 +107,8 @@ struct source {
 			       * malloc_trim): the second grows the stacks (a producer) */
 	struct slab *active;  /* frozen for this thread */
 	uint32_t kf_left;     /* SLUBMALLOC_KFENCE: allocations of the class until the sampled one,
-			       * counted up to kf_mark, the allocation stack's top then (kfence.c) */
-	void **kf_mark;
+			       * counted up to smp_mark, the allocation stack's top then (sample.c) */
+	void **smp_mark;
 };
 
 /* A cache ("struct kmem_cache"): one per size class, or one per typed cache. */
@@ -167,6 +167,9 @@ struct tcache {
 				       * error) */
 	uint8_t held;                 /* the sub-line classes' free stacks are held (sm_hold) */
 	uint8_t in_unwind;            /* inside the unwinder (kfence.c): no sampling meanwhile */
+	uint8_t smp_armed;            /* sampling counts this thread's allocations: every free
+				       * stack is held (sample.c) */
+	uint64_t smp_rng;             /* its random numbers (sample.c) */
 	/* Typed caches (typed.c): touched only inside slub_cache_* calls, which set typed_in to
 	 * their cache meanwhile, and by slub_cache_destroy of another thread once typed_in is not
 	 * that cache. */
@@ -194,6 +197,7 @@ static inline struct stack *free_stack_of(const struct slab *s)
  * to sort: a single-threaded program never pays for it. Each thread then holds its sub-line
  * free stacks (sm_hold), at its setup or at its next swap or flush. */
 extern int sm_subline_shared;
+extern int sm_sampling; /* sample.c: KFENCE is on; an armed thread holds every free stack */
 void sm_sort_foreign(struct stack *f); /* tcache.c: class_swap's sorting, out of line */
 void sm_hold(struct tcache *tc);       /* tcache.c: hold them once sm_subline_shared is set */
 void sm_free_stack_floor(struct tcache *tc, unsigned cls); /* after its slots or lim change */
@@ -203,6 +207,15 @@ static inline void hold_if_shared(struct tcache *tc)
 {
 	if (unlikely(!tc->held) && __atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED))
 		sm_hold(tc);
+}
+
+/* Whether held free stack f should become the allocation stack now: always, unless the
+ * thread is armed for sampling (sample.c); then once it holds SAMPLE_BATCH objects or a
+ * quarter of its room. */
+static inline bool swap_pays(const struct tcache *tc, const struct stack *f)
+{
+	uint32_t n = stack_count(f);
+	return !tc->smp_armed || n >= SAMPLE_BATCH || n * 4 >= stack_cap(f);
 }
 
 /* Whether free_stack f must be sorted before its objects become allocatable (class_swap). */
@@ -591,22 +604,35 @@ size_t sm_debug_usable(struct slab *s, const void *p);
 /* "kfence.c": sampled guard pages, SLUBMALLOC_KFENCE=N */
 extern uint32_t sm_kfence_every;           /* N, or 0: off */
 void sm_kfence_init(uint32_t every);       /* the pool and the fault handler; then sampling */
-void *sm_kfence_point(struct stack *b, size_t size); /* sm_alloc_swap: a sampled object, or NULL */
-void sm_kfence_arm(struct stack *b);       /* b was refilled: raise its floor to the next sample */
+void *sm_kfence_alloc(size_t size);        /* a sampled object, or NULL (too soon) */
 bool sm_kfence_has(const void *p);         /* p points into the pool */
 void sm_kfence_free(void *p);
 size_t sm_kfence_usable(const void *p);
+void sm_kfence_fault(void *addr);          /* in the pool: a report, and abort */
 void sm_kfence_lock_all(void);             /* fork */
 void sm_kfence_unlock_all(void);
 extern unsigned sm_large_debug;            /* large.c: debug flags for large blocks, or 0 */
 void sm_debug_lock_all(void);              /* fork: the quarantine lock */
 void sm_debug_unlock_all(void);
 
+/* "sample.c": which allocations are sampled (KFENCE), with no work on the fastpaths */
+void sm_sample_init(void);                 /* init, after sm_kfence_init */
+uint64_t sm_sample_random(void);
+void *sm_sample_swap(struct stack *b, size_t size, unsigned form); /* sm_alloc_swap's, sampling */
+void sm_sample_arm(struct stack *b, uint32_t popped); /* b changed: its floor to the next sample */
+void sm_sample_wake(struct tcache *tc);    /* a slow path: arm tc once it has rested enough */
+
 /* "zero.c": the blocks of malloc(0), each an address of its own where every access faults */
 void sm_zero_init(void);                   /* reserve their range (at init) */
 void *sm_zero_alloc(void);                 /* NULL: none left (or no range) */
 bool sm_zero_has(const void *p);           /* p is in their range */
 void sm_zero_free(void *p);                /* p in the range: reports a double or bad free */
+
+/* "fault.c": faults in the allocator's no-access areas are reported (a signal handler) */
+void sm_fault_init(void);
+bool sm_region_untouched(uintptr_t a);     /* region.c: a's page is one no slab has used yet */
+enum { LF_NONE, LF_BEFORE, LF_AFTER, LF_FREED };
+int sm_large_fault(uintptr_t a, uintptr_t *block, size_t *size); /* large.c: LF_*, no lock */
 
 /* "report.c": the rest is in report.h */
 SM_NORETURN void sm_fatal_in(const char *what, const void *p, const struct cache *c);

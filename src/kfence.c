@@ -6,15 +6,8 @@
  * freeing stacks, then aborts. A freed sampled object's page loses its memory and all access,
  * and its slot is reused last: a use after free faults too. The bytes of the page around the
  * object are checked when it is freed.
- * Sampling, with no work on the fastpaths: each class of each thread counts down the
- * allocations that its allocation stack serves (struct source.kf_left; kf_mark is the stack's
- * top when last counted). Those are the objects a refill or a swap brought: a block freed and
- * at once allocated again, from the free stack, is not counted (a tight malloc/free loop then
- * pays nothing). When the sampled allocation is in the allocation stack, its floor is raised
- * just above it, so the fastpath stops there and calls sm_alloc_swap, which asks here
- * (sm_kfence_point). Unset, every floor of an allocation stack stays at slots.
- * A sample costs two mprotects and two unwinds, so samples are at least KF_GAP_NS apart in the
- * process; a countdown that ends sooner starts over.
+ * sample.c chooses the allocations, with no work on the fastpaths: about one in N, at most
+ * one per SAMPLE_GAP_NS.
  * Invariants: slot states change under kf_lock (a leaf lock); a slot's page is read-write
  * exactly while its object is handed out; free slots are taken oldest first. */
 #include <stdlib.h>
@@ -25,7 +18,6 @@
 #define KF_SLOTS 255
 #define KF_FRAMES 16
 #define KF_BYTE 0xfd
-#define KF_GAP_NS 2000000ull /* at most 500 samples a second */
 
 enum { KF_UNUSED, KF_LIVE, KF_FREED };
 
@@ -43,8 +35,6 @@ static size_t page, pool_len;
 static sm_lock_t kf_lock;
 static struct kslot slots[KF_SLOTS];
 static uint32_t ring[KF_SLOTS], ring_head, ring_n; /* free slots, oldest first */
-static uint64_t rng = 0x2545f4914f6cdd1dULL;
-static uint64_t last_ns; /* when the last sample was taken */
 
 static char *slot_page(uint32_t i)
 {
@@ -55,8 +45,6 @@ bool sm_kfence_has(const void *p)
 {
 	return pool && (uintptr_t)p - (uintptr_t)pool < pool_len;
 }
-
-static void fault(void *addr);
 
 void sm_kfence_init(uint32_t every)
 {
@@ -70,19 +58,11 @@ void sm_kfence_init(uint32_t every)
 	ring_n = KF_SLOTS;
 	void *warm[4];
 	sm_os_backtrace(warm, 4, 0); /* the unwinder's first call sets itself up */
-	sm_os_on_fault(fault);
 	sm_kfence_every = every;
 }
 
-/* The next countdown: uniform in 1..2N, so about one allocation in N. */
-static uint32_t draw(void)
-{
-	uint64_t x = __atomic_fetch_add(&rng, 0x9e3779b97f4a7c15ULL, __ATOMIC_RELAXED);
-	x ^= x >> 31, x *= 0xbf58476d1ce4e5b9ULL, x ^= x >> 29;
-	return (uint32_t)(x % (2 * (uint64_t)sm_kfence_every)) + 1;
-}
-
-static void *kf_alloc(size_t size)
+/* A sampled object of size bytes (sample.c chose this allocation), or NULL. */
+void *sm_kfence_alloc(size_t size)
 {
 	struct tcache *tc = &sm_tc;
 	if (size == 0 || size > page || tc->in_unwind)
@@ -114,58 +94,6 @@ static void *kf_alloc(size_t size)
 	s->nfree = 0;
 	sm_unlock(&kf_lock);
 	return p;
-}
-
-/* ---- sampling (see the top) ---- */
-static struct source *source_of(struct tcache *tc, struct stack *b)
-{
-	return &tc->source[b - tc->alloc_stack];
-}
-
-/* Count the allocations b's class made from b since the last count. */
-static void count(struct source *src, struct stack *b)
-{
-	if (!src->kf_left)
-		src->kf_left = draw();
-	if (src->kf_mark > b->top) {
-		uint32_t popped = (uint32_t)(src->kf_mark - b->top);
-		src->kf_left = popped >= src->kf_left ? 1 : src->kf_left - popped;
-	}
-	src->kf_mark = b->top;
-}
-
-void *sm_kfence_point(struct stack *b, size_t size)
-{
-	struct tcache *tc = &sm_tc;
-	if (tc->state != T_LIVE || b < tc->alloc_stack || b >= tc->alloc_stack + NCLASS)
-		return NULL;
-	struct source *src = source_of(tc, b);
-	count(src, b);
-	b->floor = b->slots;
-	if (src->kf_left > 1)
-		return NULL; /* not this one: the caller refills b, then sm_kfence_arm */
-	src->kf_left = draw();
-	uint64_t now = sm_os_now_ns(), last = __atomic_load_n(&last_ns, __ATOMIC_RELAXED);
-	void *p = NULL;
-	if (now - last >= KF_GAP_NS &&
-	    __atomic_compare_exchange_n(&last_ns, &last, now, false, __ATOMIC_RELAXED,
-					__ATOMIC_RELAXED))
-		p = kf_alloc(size);
-	sm_kfence_arm(b);
-	return p;
-}
-
-void sm_kfence_arm(struct stack *b)
-{
-	struct tcache *tc = &sm_tc;
-	if (tc->state != T_LIVE || b < tc->alloc_stack || b >= tc->alloc_stack + NCLASS)
-		return;
-	struct source *src = source_of(tc, b);
-	if (!src->kf_left)
-		src->kf_left = draw();
-	src->kf_mark = b->top; /* (counted just before the refill: sm_kfence_point) */
-	uint32_t n = stack_count(b);
-	b->floor = src->kf_left <= n ? b->top - (src->kf_left - 1) : b->slots;
 }
 
 /* ---- reports ---- */
@@ -224,8 +152,8 @@ SM_NORETURN static void report(const struct kslot *s, const char *what, uintptr_
 	abort();
 }
 
-/* The fault handler's part: a fault in the pool is a bug of the program's, reported here. */
-static void fault(void *addr)
+/* fault.c's part: a fault in the pool is a bug of the program's, reported here. */
+void sm_kfence_fault(void *addr)
 {
 	if (!sm_kfence_has(addr))
 		return;

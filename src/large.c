@@ -557,6 +557,36 @@ void *sm_large_realloc(void *p, size_t size)
 	return q;
 }
 
+/* For fault.c, in a signal handler: no lock, racy reads. Whether a is in a guard page of a live
+ * block (which is then *block, of *size bytes), or in a freed debug block. */
+int sm_large_fault(uintptr_t a, uintptr_t *block, size_t *size)
+{
+	const size_t page = PAGE_SIZE_OS;
+	const struct lentry *t = __atomic_load_n(&table, __ATOMIC_RELAXED);
+	size_t cap = __atomic_load_n(&table_cap, __ATOMIC_RELAXED);
+	for (size_t i = 0; t && i < cap; i++) {
+		const struct lentry *e = &t[i];
+		if (!e->key)
+			continue;
+		*block = e->key;
+		*size = e->req ? e->req : e->len;
+		/* a debug block's range is its mapping, guards included */
+		uintptr_t lo = e->req ? e->base + page : e->base, hi = e->base + e->len - (e->req ? page : 0);
+		bool before = e->req || (e->guard & GUARD_BEFORE), after = e->req || (e->guard & GUARD_AFTER);
+		if (before && a < lo && lo - a <= page)
+			return LF_BEFORE;
+		if (after && a >= hi && a - hi < page)
+			return LF_AFTER;
+	}
+	for (unsigned i = 0; i < LQUAR_SLOTS; i++)
+		if (lquar[i].base && a - lquar[i].base < lquar[i].len) {
+			*block = lquar[i].base;
+			*size = lquar[i].len;
+			return LF_FREED;
+		}
+	return LF_NONE;
+}
+
 void sm_large_figures(uint64_t *n, uint64_t *bytes, uint64_t *cached, uint64_t *pn,
 		      uint64_t *pbytes)
 {

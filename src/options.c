@@ -195,7 +195,7 @@ void sm_options_print(void)
 	show_num("SLUBMALLOC_MIN_PARTIAL", sm_opt.min_partial,
 		 "empty slabs each cache keeps; default 2");
 	show_num("SLUBMALLOC_KFENCE", sm_opt.kfence,
-		 "N: one in N of the refilled allocations, 2 ms apart, between guard pages; "
+		 "N: one in N allocations, 10 ms apart, between guard pages; "
 		 "default 0 (off)");
 	show_num("SLUBMALLOC_THP", (uint64_t)sm_opt.thp,
 		 "1: transparent huge pages for slab regions; default 0");

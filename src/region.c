@@ -198,6 +198,15 @@ size_t sm_pages_purge_all(void)
 	return n;
 }
 
+/* For fault.c, in a signal handler: no lock. */
+bool sm_region_untouched(uintptr_t a)
+{
+	if (!region_is_ours(a))
+		return false;
+	const struct region *r = (const struct region *)(a & ~(REGION_SIZE - 1));
+	return ((a - (uintptr_t)r) >> SPAGE_SHIFT) >= __atomic_load_n(&r->open, __ATOMIC_RELAXED);
+}
+
 void sm_region_figures(uint64_t *mapped, uint64_t *dirty)
 {
 	sm_lock(&page_lock);

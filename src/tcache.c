@@ -90,7 +90,7 @@ void sm_hold(struct tcache *tc)
 void sm_free_stack_floor(struct tcache *tc, unsigned cls)
 {
 	struct stack *f = &tc->free_stack[cls];
-	f->floor = tc->held && sm_g.caches[cls].size < 64 ? f->lim : f->slots;
+	f->floor = tc->smp_armed || (tc->held && sm_g.caches[cls].size < 64) ? f->lim : f->slots;
 }
 
 /* f (a held sub-line free_stack of the calling thread) is about to become malloc's stack: its
@@ -99,6 +99,8 @@ void sm_free_stack_floor(struct tcache *tc, unsigned cls)
 void sm_sort_foreign(struct stack *f)
 {
 	uint16_t id = sm_tc.id;
+	if (!sm_tc.held || sm_g.caches[f - sm_tc.free_stack].size >= 64)
+		return; /* held only for sampling (sample.c) */
 	struct stack *r = f + (offsetof(struct tcache, remote_stack) -
 			       offsetof(struct tcache, free_stack)) /
 				    sizeof(struct stack);
@@ -188,6 +190,8 @@ void *sm_refill(struct tcache *tc, unsigned cls)
 								     * producer; larger refills */
 		sm_stacks_resize(tc, cls, c->cap_grown);
 	uint32_t want = stack_cap(b) / 2 ? stack_cap(b) / 2 : 1, got = 0;
+	if (unlikely(tc->smp_armed) && want > SAMPLE_BATCH)
+		want = SAMPLE_BATCH; /* (see swap_pays) */
 	if (!tc->source[cls].spill) /* another thread's full stack first: no links to follow */
 		got = sm_depot_take(cls, b->slots, want);
 	if (!got)
@@ -341,6 +345,8 @@ void sm_stacks_resize(struct tcache *tc, unsigned cls, uint32_t cap)
 	tc->free_stack[cls].lim = tc->free_stack[cls].slots + cap;
 	tc->alloc_stack[cls].floor = tc->alloc_stack[cls].slots;
 	sm_free_stack_floor(tc, cls);
+	if (unlikely(tc->smp_armed))
+		sm_sample_arm(&tc->alloc_stack[cls], 0);
 }
 
 /* The bytes of objects burst stacks of cls hold at most. */
@@ -406,10 +412,14 @@ void sm_flush(struct tcache *tc, unsigned cls)
 		return;
 	}
 	hold_if_shared(tc);
+	if (unlikely(sm_sampling))
+		sm_sample_wake(tc);
 	struct stack *b = &tc->free_stack[cls];
 	if (tc->alloc_stack[cls].top == tc->alloc_stack[cls].slots) { /* malloc's stack is empty: these
 							      * objects become it */
 		class_swap(&tc->alloc_stack[cls], b);
+		if (unlikely(tc->smp_armed))
+			sm_sample_arm(&tc->alloc_stack[cls], 0);
 		return;
 	}
 	uint32_t count = stack_count(b), n = count / 2 ? count / 2 : count;

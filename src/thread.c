@@ -79,6 +79,8 @@ void sm_thread_setup(struct tcache *tc)
 	tc->state = T_LIVE;
 	if (__atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED))
 		sm_hold(tc);
+	if (sm_sampling)
+		sm_sample_wake(tc);
 }
 
 /* Thread exit: every cached object goes back to its slab, every active slab is unfrozen.

@@ -121,6 +121,7 @@ for t in api_contract cxx_new stress_mt fork_test fork_stdio fork_signal stats_c
          rss_test glibc_interpose thread_exit init_order oom_test fork_load thread_churn xstress_long; do
     run_test "$t" 1 "build/tests/$t"
 done
+run_test kfence_rate 1 env SLUBMALLOC_KFENCE=10000 build/tests/kfence_rate
 # linked with libslubmalloc.so, not preloaded
 run_test fork_paths 0 build/tests/fork_paths
 

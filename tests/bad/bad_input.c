@@ -644,6 +644,29 @@ static int zero_size_double_free(void)
     return survived("a malloc(0) block freed twice");
 }
 
+/* ---- 10. faults in the allocator's no-access areas are reported (the default) ---- */
+static int large_guard_after(void)
+{
+    char *p = malloc(300000);
+    size_t n = malloc_usable_size(p);
+    ((volatile char *)hide(p))[n + 100] = 0x41; /* past the block's last page: its guard */
+    return survived("a write past a large block's last page");
+}
+
+static int large_guard_before(void)
+{
+    char *p = malloc(300000);
+    ((volatile char *)hide(p))[-100] = 0x41;
+    return survived("a write before a large block");
+}
+
+static int slab_far_overflow(void)
+{
+    char *p = malloc(64);
+    ((volatile char *)hide(p))[3 << 20] = 0x41; /* 3 MiB on: pages no slab uses yet */
+    return survived("a write 3 MiB past a 64-byte block");
+}
+
 /* ---- sanity: is the preloaded library in this process? ---- */
 static int probe(void)
 {
@@ -684,6 +707,7 @@ static const struct bad_case cases[] = {
     CASE(kfence_overflow_guard), CASE(kfence_overflow_at_free), CASE(kfence_underflow_at_free),
     CASE(kfence_use_after_free), CASE(kfence_double_free),
     CASE(zero_size_write), CASE(zero_size_double_free),
+    CASE(large_guard_after), CASE(large_guard_before), CASE(slab_far_overflow),
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,190 @@
+/* sample.c: which allocations SLUBMALLOC_KFENCE samples (about one in N), with no work on the
+ * fastpaths.
+ * A thread is armed or at rest. At rest it runs as if sampling were off.
+ * Armed (tcache.smp_armed), each of its free stacks is held (its floor is lim), so malloc's
+ * fastpath never pops it. So every allocation of a size class pops the allocation stack, whose
+ * top counts them, reuse of a block just freed included.
+ * Each class keeps the allocations left until its sample (struct source.kf_left), counted up
+ * to smp_mark, the allocation stack's top then. When the sample is among the stack's objects,
+ * the stack's floor is raised just above it. The fastpath stops there and calls sm_alloc_swap,
+ * which comes here (sm_sample_swap).
+ * A held free stack becomes the allocation stack once it holds SAMPLE_BATCH objects (or a
+ * quarter of its room; swap_pays, internal.h); before that, a refill of at most SAMPLE_BATCH
+ * objects fills the allocation stack. So a malloc/free loop swaps once per SAMPLE_BATCH
+ * allocations.
+ * A sample costs two mprotects and two unwinds, so samples are at least SAMPLE_GAP_NS apart
+ * in the process. After a sample, or one refused because the last was too recent, the thread
+ * rests. Its first slow path SAMPLE_GAP_NS after the last sample arms it again: a swap, a
+ * refill or a flush (sm_sample_wake). So a thread pays for counting only while armed, for
+ * about N allocations after each gap. A thread that only reuses the blocks it frees, in a
+ * tight malloc/free loop, takes no slow path and stays at rest.
+ * Every change of the allocation stack's array (a swap, a refill, a resize) arms it again.
+ * Invariants: kf_left is 0 (not drawn yet) or the allocations until the sample, the sample
+ * included; a floor raised for a sample is within the stack's objects; at rest, every
+ * allocation stack's floor is slots. */
+#include <string.h>
+
+#include "fastpath.h"
+#include "internal.h"
+
+int sm_sampling;
+static uint64_t last_ns; /* when the last sample was taken */
+
+void sm_sample_init(void)
+{
+	sm_sampling = sm_kfence_every != 0;
+}
+
+/* A random 64-bit number (splitmix64 on the thread's counter). */
+static uint64_t next_random(struct tcache *tc)
+{
+	if (!tc->smp_rng)
+		sm_os_random(&tc->smp_rng, sizeof tc->smp_rng);
+	uint64_t x = (tc->smp_rng += 0x9e3779b97f4a7c15ULL);
+	x ^= x >> 30, x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27, x *= 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* -ln(u) for u uniform in (0, 1]: an exponential draw of mean 1, to about 1e-4. No libm:
+ * u = m * 2^e with m in [1, 2), ln(u) = (e + log2(m)) * ln 2, log2(m) by a polynomial. */
+static double exp_draw(struct tcache *tc)
+{
+	uint64_t r = (next_random(tc) >> 11) + 1; /* 1..2^53 */
+	double u = (double)r / 9007199254740992.0;
+	uint64_t bits;
+	memcpy(&bits, &u, sizeof bits);
+	int e = (int)((bits >> 52) & 0x7ff) - 1023;
+	bits = (bits & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL;
+	double m;
+	memcpy(&m, &bits, sizeof m);
+	double log2m = -1.7417939 + (2.8212026 + (-1.4699568 + (0.44717955 - 0.056570851 * m) * m) * m) * m;
+	double x = -(e + log2m) * 0.6931471805599453;
+	return x > 0 ? x : 0;
+}
+
+/* KFENCE's next countdown: geometric, of mean N. Memoryless: after a rest, the allocations
+ * until any class's sample are about N however many classes count. */
+static uint32_t kf_draw(struct tcache *tc)
+{
+	double n = exp_draw(tc) * sm_kfence_every;
+	return n < 4e9 ? (uint32_t)n + 1 : 4000000000u;
+}
+
+/* The calling thread's source of allocation stack b, or NULL (not a size class's, or the
+ * thread has no cache). */
+static struct source *source_of(struct tcache *tc, struct stack *b)
+{
+	if (tc->state != T_LIVE || b < tc->alloc_stack || b >= tc->alloc_stack + NCLASS)
+		return NULL;
+	return &tc->source[b - tc->alloc_stack];
+}
+
+/* popped more allocations of the class: the countdown goes down, to 1 at least. */
+static void consume(struct tcache *tc, struct source *src, uint32_t popped)
+{
+	if (!src->kf_left)
+		src->kf_left = kf_draw(tc);
+	src->kf_left = popped >= src->kf_left ? 1 : src->kf_left - popped;
+}
+
+/* Count the allocations b's class made from b since the last count. */
+static void count(struct tcache *tc, struct source *src, const struct stack *b)
+{
+	uintptr_t m = (uintptr_t)src->smp_mark; /* (a mark in another array: not counted) */
+	consume(tc, src, m > (uintptr_t)b->top && m <= (uintptr_t)b->lim
+				 ? (uint32_t)((m - (uintptr_t)b->top) / sizeof(void *))
+				 : 0);
+	src->smp_mark = b->top;
+}
+
+/* Raise b's floor just above the next sample, if it is among b's objects. popped: objects the
+ * caller has just taken from b's top since b changed, counted here. */
+static void arm(struct tcache *tc, struct source *src, struct stack *b, uint32_t popped)
+{
+	consume(tc, src, popped);
+	src->smp_mark = b->top;
+	uint32_t n = stack_count(b), left = src->kf_left;
+	b->floor = left <= n ? b->top - (left - 1) : b->slots;
+}
+
+void sm_sample_arm(struct stack *b, uint32_t popped)
+{
+	struct tcache *tc = &sm_tc;
+	struct source *src = source_of(tc, b);
+	if (src && tc->smp_armed)
+		arm(tc, src, b, popped);
+}
+
+/* Arm the thread (on), or let it rest. Armed, each class counts from now on. */
+static void set_armed(struct tcache *tc, bool on)
+{
+	tc->smp_armed = on;
+	for (unsigned i = 0; i < NCLASS; i++) {
+		struct stack *b = &tc->alloc_stack[i];
+		tc->source[i].smp_mark = b->top;
+		b->floor = b->slots;
+		sm_free_stack_floor(tc, i);
+	}
+}
+
+void sm_sample_wake(struct tcache *tc)
+{
+	if (tc->state == T_LIVE && !tc->smp_armed &&
+	    sm_os_now_ns() - __atomic_load_n(&last_ns, __ATOMIC_RELAXED) >= SAMPLE_GAP_NS)
+		set_armed(tc, true);
+}
+
+/* The sample of b's class is due: a KFENCE object of size bytes, unless one was taken less
+ * than SAMPLE_GAP_NS ago. Either way the thread rests. */
+static void *take(struct tcache *tc, struct source *src, size_t size)
+{
+	src->kf_left = 0;
+	uint64_t now = sm_os_now_ns(), last = __atomic_load_n(&last_ns, __ATOMIC_RELAXED);
+	void *k = NULL;
+	if (now - last >= SAMPLE_GAP_NS &&
+	    __atomic_compare_exchange_n(&last_ns, &last, now, false, __ATOMIC_RELAXED,
+					__ATOMIC_RELAXED))
+		k = sm_kfence_alloc(size);
+	set_armed(tc, false);
+	return k;
+}
+
+/* sm_alloc_swap while sampling: malloc's fastpath stopped at b's floor, the sample, or found
+ * b empty. */
+void *sm_sample_swap(struct stack *b, size_t size, unsigned form)
+{
+	struct tcache *tc = &sm_tc;
+	struct source *src = source_of(tc, b);
+	if (!src)
+		return sm_alloc_slow(size, form);
+	hold_if_shared(tc);
+	sm_sample_wake(tc);
+	if (!tc->smp_armed) { /* at rest: sm_alloc_swap's usual work */
+		struct stack *f = free_stack_beside(b);
+		if (f->top == f->slots || !class_swap(b, f))
+			return sm_alloc_slow(size, form);
+		return free_key_clear(*--b->top);
+	}
+	count(tc, src, b);
+	if (src->kf_left == 1 && b->top > b->slots) {
+		void *k = take(tc, src, size); /* (the thread rests now) */
+		return k ? k : free_key_clear(*--b->top);
+	}
+	struct stack *f = free_stack_beside(b);
+	if (b->top == b->slots) {
+		if (!swap_pays(tc, f)) {
+			b->floor = b->slots;
+			return sm_alloc_slow(size, form); /* a refill, which arms b */
+		}
+		if (tc->held && sm_g.caches[b - tc->alloc_stack].size < 64)
+			sm_sort_foreign(f); /* (class_swap's sorting, only where it is needed) */
+		if (!stack_swap(b, f)) {
+			b->floor = b->slots;
+			return sm_alloc_slow(size, form);
+		}
+	}
+	void *p = *--b->top;
+	arm(tc, src, b, 1);
+	return free_key_clear(p);
+}
