@@ -87,6 +87,11 @@ size_t slub_stats_get(struct slub_stats *totals, struct slub_cache_stats *caches
 /* Write the statistics to fd: a /proc/slabinfo 2.1 table, the event counters, the totals. */
 void slub_stats_print(int fd);
 
+/* With SLUBMALLOC_PROF=1: write the heap profile (gperftools' heap-profile format, which
+ * google-pprof reads) to path, or to SLUBMALLOC_PROF_FILE (default slubmalloc.<pid>.heap) when
+ * path is NULL. Returns 0, or -1 with errno (ENOENT: the profiler is off). Does not allocate. */
+int slub_prof_dump(const char *path);
+
 #ifdef __cplusplus
 }
 #endif

@@ -66,6 +66,8 @@ static void *alloc_large(size_t size, size_t align, bool zero)
 	if (unlikely(!p) && trim_may_help(size) && sm_trim() &&
 	    !(p = sm_large_alloc(size, align, zero)))
 		errno = ENOMEM;
+	if (unlikely(sm_opt.prof) && p && sm_sample_prof_due(size))
+		sm_large_set_prof(p, sm_prof_record(size), size);
 	return p;
 }
 
@@ -239,8 +241,11 @@ void *sm_realloc(void *p, size_t size)
 		return p;
 	if (old > MAX_SMALL && size > MAX_SMALL) {
 		void *q = sm_large_realloc(p, size);
-		if (q)
+		if (q) {
+			if (unlikely(sm_opt.prof) && sm_sample_prof_due(size))
+				sm_large_set_prof(q, sm_prof_record(size), size);
 			return q;
+		}
 	}
 	void *q = sm_alloc_fast(size);
 	if (!q)
@@ -265,7 +270,18 @@ void *sm_memalign(size_t align, size_t size)
 		sm_init();
 	unsigned cls = sm_class_for_align(size, align);
 	if (cls < NCLASS && !sm_g.caches[cls].debug) { /* debug slots are not naturally aligned */
+		if (unlikely(sm_opt.prof)) { /* sampled here, as a large block (page-aligned) */
+			if (sm_sample_prof_due(size)) {
+				void *p = sm_large_alloc(size, align, false);
+				if (p) {
+					sm_large_set_prof(p, sm_prof_record(size), size);
+					return p;
+				}
+			}
+		}
 		void *p = alloc_class(cls, size, __builtin_return_address(0), FORM_C);
+		if (unlikely(sm_opt.prof))
+			sm_sample_skip(cls); /* (counted above, not again for its class) */
 		return likely(p) ? p : no_region(cls, size, align);
 	}
 	return alloc_large(size, align, false);

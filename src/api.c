@@ -8,3 +8,8 @@ SM_EXPORT void slub_stats_print(int fd)
 {
 	sm_stats_print(fd);
 }
+
+SM_EXPORT int slub_prof_dump(const char *path)
+{
+	return sm_prof_dump(path);
+}

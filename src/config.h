@@ -54,6 +54,9 @@
 						 * loop cycles through this many objects */
 #define SAMPLE_GAP_NS 10000000ull              /* KFENCE samples this far apart at least: each
 						 * costs two mprotects and two unwinds */
+#define PROF_SAMPLE_DEFAULT 524288              /* the profiler samples once per this many bytes
+						 * on average (jemalloc's lg_prof_sample 19) */
+#define PROF_FRAMES 64                          /* frames a profile sample records */
 #define SHORT_BULK 4                            /* bulk frees of fewer pointers skip the runs
                                                  * (their setup costs more than it saves) */
 #define DEPOT_MAX 512                           /* objects a class's depot holds, at most

@@ -37,7 +37,8 @@ struct dmeta {
 	uint64_t req;           /* the size asked for */
 	void *alloc_ip, *free_ip;
 	uint32_t alloc_tid, free_tid;
-	uint64_t form;          /* enum form: the call that allocated it */
+	uint32_t form;          /* enum form: the call that allocated it */
+	uint32_t prof;          /* the profiler's stack id when it is a sample; 0: not one */
 	uint64_t fp;            /* the free pointer while free */
 };
 
@@ -194,6 +195,9 @@ void *sm_debug_alloc(struct cache *c, size_t req, void *caller, unsigned form)
 	m->state = DSTATE_ALLOC ^ (uintptr_t)m;
 	m->req = req;
 	m->form = form;
+	m->prof = 0;
+	if (unlikely(sm_opt.prof) && !(c->debug & DBG_PROF) && sm_sample_prof_due(req))
+		m->prof = sm_prof_record(req);
 	m->alloc_ip = caller;
 	m->alloc_tid = tid();
 	m->free_ip = NULL;
@@ -298,6 +302,10 @@ void sm_debug_free(struct slab *s, void *p, void *caller, unsigned form)
 	char *slot = (char *)p - DBG_RZ;
 	m->free_ip = caller;
 	m->free_tid = tid();
+	if (m->prof) {
+		sm_prof_drop(m->prof, m->req);
+		m->prof = 0;
+	}
 	if ((c->debug & DBG_M) && m->form != form) {
 		char d[48];
 		report_free(c, slot, "mismatched free", mismatch(d, form, (unsigned)m->form));
@@ -317,6 +325,12 @@ void sm_debug_free(struct slab *s, void *p, void *caller, unsigned form)
 	unsigned n = quarantine(slot, out, 8);
 	for (unsigned i = 0; i < n; i++)
 		sm_free_to_slab(slab_of((uintptr_t)out[i]), out[i]);
+}
+
+void sm_debug_set_prof(void *p, uint32_t id)
+{
+	char *slot = (char *)p - DBG_RZ;
+	meta_of(slab_of((uintptr_t)slot)->cache, slot)->prof = id;
 }
 
 size_t sm_debug_usable(struct slab *s, const void *p)

@@ -38,6 +38,8 @@ void sm_init(void)
 	sm_vec_min = sm_opt.avx2 && cpu_has_avx2() ? 4 : SIZE_MAX;
 	sm_sizeclass_init(sm_opt.stats);
 	sm_region_first();
+	if (sm_opt.kfence || sm_opt.prof)
+		sm_backtrace_init();
 	if (sm_opt.kfence)
 		sm_kfence_init(sm_opt.kfence);
 	sm_sample_init();
@@ -60,6 +62,8 @@ void sm_init(void)
 		if (sm_opt.debug && sm_options_debugs(name))
 			sm_debug_setup(&sm_g.caches[i], sm_opt.debug);
 	}
+	if (sm_opt.prof)
+		sm_prof_init();
 	if (sm_opt.stats) {
 		int fd = -1;
 		if (sm_opt.stats_file[0]) {

@@ -24,28 +24,34 @@ static int fork_locked;
 
 static void engine_lock_all(void)
 {
+	sm_backtrace_lock_all();
 	sm_orphan_lock_all();
 	sm_typed_lock_all();
 	sm_block_lock_all();
 	sm_caches_lock_all();
+	sm_prof_caches_lock_all();
 	sm_region_lock_all();
 	sm_large_lock_all();
 	sm_debug_lock_all();
 	sm_kfence_lock_all();
+	sm_prof_lock_all();
 	pcpu_lock_all();
 }
 
 static void engine_unlock_all(bool child)
 {
 	pcpu_unlock_all(child);
+	sm_prof_unlock_all();
 	sm_kfence_unlock_all();
 	sm_debug_unlock_all();
 	sm_large_unlock_all(child);
 	sm_region_unlock_all(child);
+	sm_prof_caches_unlock_all();
 	sm_caches_unlock_all(child);
 	sm_block_unlock_all();
 	sm_typed_unlock_all(child);
 	sm_orphan_unlock_all(child);
+	sm_backtrace_unlock_all();
 }
 
 static void fork_prepare(void)

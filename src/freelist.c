@@ -49,9 +49,12 @@
  *
  * LOCK ORDER
  *   A thread that holds one of these locks takes only locks further on:
- *   orphan -> typed registry -> typed table -> typed caches' locks -> block -> depots ->
- *   each class (debug lock, then cache lock) -> page -> large -> debug quarantine ->
- *   KFENCE pool -> per-CPU chunks -> pcpu_ref's exit lock.
+ *   unwinder gate -> orphan -> typed registry -> typed table -> typed caches' locks ->
+ *   block -> depots ->
+ *   each class (debug lock, then cache lock) -> each profile cache (the same) -> page ->
+ *   large -> debug quarantine ->
+ *   KFENCE pool -> profile table -> per-CPU chunks -> pcpu_ref's exit lock.
+ *   The unwinder gate is held only around an unwind (backtrace.c), which may call malloc.
  *   The orphan lock may be taken again by the thread that holds it: a typed cache's ctor may
  *   malloc under it (thread.c). A census takes the orphan alone.
  *   No engine lock is held while stdio runs. stdio takes its own locks and may call malloc

@@ -109,6 +109,8 @@ struct source {
 	uint32_t kf_left;     /* SLUBMALLOC_KFENCE: allocations of the class until the sampled one,
 			       * counted up to smp_mark, the allocation stack's top then (sample.c) */
 	void **smp_mark;
+	int64_t pf_left;      /* SLUBMALLOC_PROF: bytes of the class until its sample; 0: not drawn
+			       * yet, -1: due (sample.c) */
 };
 
 /* A cache ("struct kmem_cache"): one per size class, or one per typed cache. */
@@ -166,10 +168,12 @@ struct tcache {
 				       * threads may share one: a cost, false sharing, never an
 				       * error) */
 	uint8_t held;                 /* the sub-line classes' free stacks are held (sm_hold) */
-	uint8_t in_unwind;            /* inside the unwinder (kfence.c): no sampling meanwhile */
+	uint8_t in_unwind;            /* inside the unwinder (backtrace.c): no unwinding again */
 	uint8_t smp_armed;            /* sampling counts this thread's allocations: every free
 				       * stack is held (sample.c) */
 	uint64_t smp_rng;             /* its random numbers (sample.c) */
+	int64_t pf_other;             /* SLUBMALLOC_PROF: bytes of large, aligned and debug blocks
+				       * until their next sample (sample.c) */
 	/* Typed caches (typed.c): touched only inside slub_cache_* calls, which set typed_in to
 	 * their cache meanwhile, and by slub_cache_destroy of another thread once typed_in is not
 	 * that cache. */
@@ -250,6 +254,7 @@ static inline bool class_swap(struct stack *b, struct stack *f)
 #define DBG_Q 16u  /* quarantine: freed objects wait, and come back in random order */
 #define DBG_I 32u  /* init: objects zeroed when handed out (and freed, without P) */
 #define DBG_M 64u  /* mismatch: a block from new freed by delete[] (or free), and so on */
+#define DBG_PROF 128u /* a profile cache (prof.c): no checks; each block is a sample */
 /* The call that allocated or freed a block, for M. The C calls (malloc's family, free) are
  * FORM_C. The fastpaths pass the form to the slow paths only: it costs them nothing. */
 enum form { FORM_C = 0, FORM_NEW = 1, FORM_NEW_ARRAY = 2 };
@@ -263,6 +268,10 @@ struct sm_options {
 	unsigned debug;           /* SLUBMALLOC_DEBUG flags */
 	unsigned min_partial;     /* SLUBMALLOC_MIN_PARTIAL: empty slabs a cache keeps */
 	uint32_t kfence;          /* SLUBMALLOC_KFENCE: sample one allocation in N; 0: off */
+	int prof;                 /* SLUBMALLOC_PROF: the heap profiler (prof.c) */
+	uint64_t prof_sample;     /* SLUBMALLOC_PROF_SAMPLE: mean bytes between samples */
+	uint64_t prof_interval;   /* SLUBMALLOC_PROF_INTERVAL: a dump per this many bytes; 0: none */
+	char prof_file[256];      /* SLUBMALLOC_PROF_FILE; empty: slubmalloc.<pid>.heap */
 	uint64_t purge_delay_ns;  /* SLUBMALLOC_PURGE_DELAY_MS */
 	char debug_caches[256];   /* SLUBMALLOC_DEBUG's cache list; empty: all */
 	char stats_file[256];     /* SLUBMALLOC_STATS_FILE; empty: stderr */
@@ -601,26 +610,10 @@ void sm_debug_slab_init(struct slab *s);   /* a new slab of a debug cache */
 void *sm_debug_alloc(struct cache *c, size_t req, void *caller, unsigned form);
 void sm_debug_free(struct slab *s, void *p, void *caller, unsigned form);
 size_t sm_debug_usable(struct slab *s, const void *p);
-/* "kfence.c": sampled guard pages, SLUBMALLOC_KFENCE=N */
-extern uint32_t sm_kfence_every;           /* N, or 0: off */
-void sm_kfence_init(uint32_t every);       /* the pool and the fault handler; then sampling */
-void *sm_kfence_alloc(size_t size);        /* a sampled object, or NULL (too soon) */
-bool sm_kfence_has(const void *p);         /* p points into the pool */
-void sm_kfence_free(void *p);
-size_t sm_kfence_usable(const void *p);
-void sm_kfence_fault(void *addr);          /* in the pool: a report, and abort */
-void sm_kfence_lock_all(void);             /* fork */
-void sm_kfence_unlock_all(void);
+void sm_debug_set_prof(void *p, uint32_t id); /* p (a debug block) is sample id */
 extern unsigned sm_large_debug;            /* large.c: debug flags for large blocks, or 0 */
 void sm_debug_lock_all(void);              /* fork: the quarantine lock */
 void sm_debug_unlock_all(void);
-
-/* "sample.c": which allocations are sampled (KFENCE), with no work on the fastpaths */
-void sm_sample_init(void);                 /* init, after sm_kfence_init */
-uint64_t sm_sample_random(void);
-void *sm_sample_swap(struct stack *b, size_t size, unsigned form); /* sm_alloc_swap's, sampling */
-void sm_sample_arm(struct stack *b, uint32_t popped); /* b changed: its floor to the next sample */
-void sm_sample_wake(struct tcache *tc);    /* a slow path: arm tc once it has rested enough */
 
 /* "zero.c": the blocks of malloc(0), each an address of its own where every access faults */
 void sm_zero_init(void);                   /* reserve their range (at init) */
@@ -628,11 +621,7 @@ void *sm_zero_alloc(void);                 /* NULL: none left (or no range) */
 bool sm_zero_has(const void *p);           /* p is in their range */
 void sm_zero_free(void *p);                /* p in the range: reports a double or bad free */
 
-/* "fault.c": faults in the allocator's no-access areas are reported (a signal handler) */
-void sm_fault_init(void);
-bool sm_region_untouched(uintptr_t a);     /* region.c: a's page is one no slab has used yet */
-enum { LF_NONE, LF_BEFORE, LF_AFTER, LF_FREED };
-int sm_large_fault(uintptr_t a, uintptr_t *block, size_t *size); /* large.c: LF_*, no lock */
+#include "sample.h"
 
 /* "report.c": the rest is in report.h */
 SM_NORETURN void sm_fatal_in(const char *what, const void *p, const struct cache *c);

@@ -56,8 +56,6 @@ void sm_kfence_init(uint32_t every)
 	for (uint32_t i = 0; i < KF_SLOTS; i++)
 		ring[i] = i;
 	ring_n = KF_SLOTS;
-	void *warm[4];
-	sm_os_backtrace(warm, 4, 0); /* the unwinder's first call sets itself up */
 	sm_kfence_every = every;
 }
 
@@ -68,9 +66,7 @@ void *sm_kfence_alloc(size_t size)
 	if (size == 0 || size > page || tc->in_unwind)
 		return NULL;
 	void *bt[KF_FRAMES];
-	tc->in_unwind = 1; /* a malloc from inside the unwinder is not sampled */
-	int n = sm_os_backtrace(bt, KF_FRAMES, 2);
-	tc->in_unwind = 0;
+	int n = sm_backtrace(bt, KF_FRAMES);
 	sm_lock(&kf_lock);
 	if (!ring_n) {
 		sm_unlock(&kf_lock);
@@ -209,14 +205,8 @@ size_t sm_kfence_usable(const void *p)
 
 void sm_kfence_free(void *p)
 {
-	struct tcache *tc = &sm_tc;
 	void *bt[KF_FRAMES];
-	int n = 0;
-	if (!tc->in_unwind) {
-		tc->in_unwind = 1;
-		n = sm_os_backtrace(bt, KF_FRAMES, 2);
-		tc->in_unwind = 0;
-	}
+	int n = sm_backtrace(bt, KF_FRAMES);
 	sm_lock(&kf_lock);
 	struct kslot *s = live_slot(p, "invalid free");
 	char *pg = slot_page((uint32_t)(s - slots));

@@ -40,6 +40,8 @@ struct lentry {
 	uint64_t map;   /* the mapping (VMA) the range lies in */
 	size_t req;     /* debug blocks: the size asked for; 0 otherwise */
 	uint8_t guard;  /* GUARD_BEFORE, GUARD_AFTER: a page with no access is on that side */
+	uint32_t prof;  /* the profiler's stack id when the block is a sample (prof.c); 0: none */
+	size_t preq;    /* ... and the size it was sampled with */
 };
 #define GUARD_AFTER 1u  /* the mapping's last page follows the range */
 #define GUARD_BEFORE 2u /* the mapping's first page comes before it */
@@ -497,8 +499,12 @@ int sm_large_free(void *p)
 		sm_unlock(&large_lock);
 		return r;
 	}
+	uint32_t prof = e->prof;
+	size_t preq = e->preq;
 	if (e->req) {
 		debug_free(e);
+		if (prof)
+			sm_prof_drop(prof, preq);
 		return 1;
 	}
 	struct lcached m = {.base = e->base, .len = e->len, .when = sm_os_now_ns(), .map = e->map,
@@ -515,8 +521,24 @@ int sm_large_free(void *p)
 	else
 		nd += cache_put(m, drop + nd);
 	sm_unlock(&large_lock);
+	if (prof)
+		sm_prof_drop(prof, preq);
 	unmap_all(drop, nd);
 	return 1;
+}
+
+/* p (a live large block) is the profiler's sample id, of req bytes. */
+void sm_large_set_prof(void *p, uint32_t id, size_t req)
+{
+	sm_lock(&large_lock);
+	struct lentry *e = lookup((uintptr_t)p);
+	if (e) {
+		e->prof = id;
+		e->preq = req;
+	}
+	sm_unlock(&large_lock);
+	if (!e && id)
+		sm_prof_drop(id, req);
 }
 
 size_t sm_large_usable(const void *p)
@@ -544,6 +566,9 @@ void *sm_large_realloc(void *p, size_t size)
 	struct lentry m = *e;
 	erase(e);
 	sm_unlock(&large_lock);
+	if (m.prof) /* a new block now, as far as the profiler goes (alloc.c) */
+		sm_prof_drop(m.prof, m.preq);
+	m.prof = 0;
 	unmap_guards(m.base, m.len, m.guard); /* (so that the block may grow in place) */
 	m.guard = 0;
 	void *q = sm_os_remap((void *)m.base, m.len, len);

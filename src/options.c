@@ -12,6 +12,7 @@ struct sm_options sm_opt = {
 	.purge_delay_ns = PURGE_DELAY_MS_DEFAULT * 1000000ULL,
 	.min_partial = EMPTY_RESERVE,
 	.avx2 = 1,
+	.prof_sample = PROF_SAMPLE_DEFAULT,
 };
 
 extern char **environ;
@@ -125,6 +126,20 @@ void sm_options_read(void)
 	read_num("SLUBMALLOC_KFENCE", 1000000000, &kf,
 		 "not a number from 0 to 1000000000; sampling stays off");
 	sm_opt.kfence = (uint32_t)kf;
+	read_bool("SLUBMALLOC_PROF", &sm_opt.prof, "not 0 or 1; the profiler stays off");
+	read_num("SLUBMALLOC_PROF_SAMPLE", 1ULL << 40, &sm_opt.prof_sample,
+		 "not a number of bytes up to 2^40; using the default 524288");
+	if (!sm_opt.prof_sample)
+		sm_opt.prof_sample = 1;
+	read_num("SLUBMALLOC_PROF_INTERVAL", 1ULL << 62, &sm_opt.prof_interval,
+		 "not a number of bytes; no dumps by interval");
+	const char *pf = env("SLUBMALLOC_PROF_FILE");
+	if (pf) {
+		if (!*pf || strlen(pf) + 24 >= sizeof sm_opt.prof_file)
+			warn("SLUBMALLOC_PROF_FILE", pf, "empty or too long; using slubmalloc.<pid>.heap");
+		else
+			strcpy(sm_opt.prof_file, pf);
+	}
 	read_bool("SLUBMALLOC_THP", &sm_opt.thp, "not 0 or 1; huge pages stay off");
 	read_bool("SLUBMALLOC_AVX2", &sm_opt.avx2, "not 0 or 1; AVX2 is used where the CPU has it");
 	read_bool("SLUBMALLOC_VERBOSE", &sm_opt.verbose, "not 0 or 1; verbose stays off");
@@ -197,6 +212,14 @@ void sm_options_print(void)
 	show_num("SLUBMALLOC_KFENCE", sm_opt.kfence,
 		 "N: one in N allocations, 10 ms apart, between guard pages; "
 		 "default 0 (off)");
+	show_num("SLUBMALLOC_PROF", (uint64_t)sm_opt.prof,
+		 "1: the sampling heap profiler, gperftools' format at exit; default 0");
+	show_num("SLUBMALLOC_PROF_SAMPLE", sm_opt.prof_sample,
+		 "mean bytes allocated between samples; default 524288");
+	show_num("SLUBMALLOC_PROF_INTERVAL", sm_opt.prof_interval,
+		 "a profile per this many bytes allocated; default 0 (none)");
+	show("SLUBMALLOC_PROF_FILE", sm_opt.prof_file[0] ? sm_opt.prof_file : "slubmalloc.<pid>.heap",
+	     "where the profile goes at exit");
 	show_num("SLUBMALLOC_THP", (uint64_t)sm_opt.thp,
 		 "1: transparent huge pages for slab regions; default 0");
 	show_num("SLUBMALLOC_AVX2", (uint64_t)(sm_vec_min != SIZE_MAX),

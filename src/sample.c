@@ -32,7 +32,7 @@ static uint64_t last_ns; /* when the last sample was taken */
 
 void sm_sample_init(void)
 {
-	sm_sampling = sm_kfence_every != 0;
+	sm_sampling = sm_kfence_every != 0 || sm_opt.prof;
 }
 
 /* A random 64-bit number (splitmix64 on the thread's counter). */
@@ -46,8 +46,9 @@ static uint64_t next_random(struct tcache *tc)
 	return x ^ (x >> 31);
 }
 
-/* -ln(u) for u uniform in (0, 1]: an exponential draw of mean 1, to about 1e-4. No libm:
- * u = m * 2^e with m in [1, 2), ln(u) = (e + log2(m)) * ln 2, log2(m) by a polynomial. */
+/* -ln(u) for u uniform in (0, 1]: an exponential draw of mean 1, to about 1e-7. No libm:
+ * u = m * 2^e with m in [1, 2), ln(u) = e ln 2 + ln(m), and ln(m) = 2 atanh(z) with
+ * z = (m - 1) / (m + 1) in [0, 1/3], by its series. */
 static double exp_draw(struct tcache *tc)
 {
 	uint64_t r = (next_random(tc) >> 11) + 1; /* 1..2^53 */
@@ -58,8 +59,9 @@ static double exp_draw(struct tcache *tc)
 	bits = (bits & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL;
 	double m;
 	memcpy(&m, &bits, sizeof m);
-	double log2m = -1.7417939 + (2.8212026 + (-1.4699568 + (0.44717955 - 0.056570851 * m) * m) * m) * m;
-	double x = -(e + log2m) * 0.6931471805599453;
+	double z = (m - 1) / (m + 1), z2 = z * z;
+	double lnm = 2 * z * (1 + z2 * (1.0 / 3 + z2 * (1.0 / 5 + z2 * (1.0 / 7 + z2 * (1.0 / 9 + z2 / 11)))));
+	double x = -(e * 0.6931471805599453 + lnm);
 	return x > 0 ? x : 0;
 }
 
@@ -71,6 +73,60 @@ static uint32_t kf_draw(struct tcache *tc)
 	return n < 4e9 ? (uint32_t)n + 1 : 4000000000u;
 }
 
+/* The profiler's next countdown, in bytes: exponential, of mean SLUBMALLOC_PROF_SAMPLE. */
+static int64_t pf_draw(struct tcache *tc)
+{
+	double n = exp_draw(tc) * (double)sm_opt.prof_sample;
+	return n < 4e18 ? (int64_t)n + 1 : (int64_t)4e18;
+}
+
+/* 1 - e^-x for x >= 0, to about 1e-6 (no libm): a series for small x, else 2^-y by halving
+ * and a polynomial. */
+static double one_minus_exp_neg(double x)
+{
+	if (x < 0.01)
+		return x * (1 - x / 2 * (1 - x / 3 * (1 - x / 4)));
+	double y = x * 1.4426950408889634; /* e^-x = 2^-y */
+	if (y > 60)
+		return 1;
+	int k = (int)y;
+	double f = y - k, p = 1; /* 2^-f = e^(-f ln 2), f in [0, 1): a Taylor series */
+	double t = -f * 0.6931471805599453, term = 1;
+	for (int i = 1; i < 12; i++) {
+		term *= t / i;
+		p += term;
+	}
+	while (k--)
+		p /= 2;
+	return 1 - p;
+}
+
+/* The sample was drawn for a block of class size cls, with probability 1 - e^(-cls/R); keep
+ * it with probability (1 - e^(-req/R)) / (1 - e^(-cls/R)), so that a request of req bytes is
+ * sampled with 1 - e^(-req/R), as the profile's readers assume (prof_dump.c). */
+static bool keep_for(struct tcache *tc, size_t req, size_t cls)
+{
+	if (req >= cls)
+		return true;
+	double r = (double)sm_opt.prof_sample;
+	double q = one_minus_exp_neg((double)req / r) / one_minus_exp_neg((double)cls / r);
+	return (double)(next_random(tc) >> 11) * (1.0 / 9007199254740992.0) < q;
+}
+
+bool sm_sample_prof_due(size_t bytes)
+{
+	struct tcache *tc = &sm_tc;
+	if (tc->in_unwind)
+		return false;
+	if (!tc->pf_other)
+		tc->pf_other = pf_draw(tc);
+	tc->pf_other -= (int64_t)bytes;
+	if (tc->pf_other > 0)
+		return false;
+	tc->pf_other = pf_draw(tc);
+	return true;
+}
+
 /* The calling thread's source of allocation stack b, or NULL (not a size class's, or the
  * thread has no cache). */
 static struct source *source_of(struct tcache *tc, struct stack *b)
@@ -80,21 +136,51 @@ static struct source *source_of(struct tcache *tc, struct stack *b)
 	return &tc->source[b - tc->alloc_stack];
 }
 
-/* popped more allocations of the class: the countdown goes down, to 1 at least. */
-static void consume(struct tcache *tc, struct source *src, uint32_t popped)
+/* popped more allocations of the class, of size bytes each: the countdowns go down. KFENCE's
+ * stops at 1 (due); the profiler's at -1 (due). */
+static void consume(struct tcache *tc, struct source *src, uint32_t size, uint32_t popped)
 {
-	if (!src->kf_left)
-		src->kf_left = kf_draw(tc);
-	src->kf_left = popped >= src->kf_left ? 1 : src->kf_left - popped;
+	if (sm_kfence_every) {
+		if (!src->kf_left)
+			src->kf_left = kf_draw(tc);
+		src->kf_left = popped >= src->kf_left ? 1 : src->kf_left - popped;
+	}
+	if (sm_opt.prof) {
+		if (!src->pf_left)
+			src->pf_left = pf_draw(tc);
+		src->pf_left -= (int64_t)popped * size;
+		if (src->pf_left <= 0)
+			src->pf_left = -1;
+	}
+}
+
+/* Whether the profiler's sample is the next allocation of the class: the one whose bytes take
+ * the countdown to 0 (or past it already). */
+static bool pf_due(const struct source *src, uint32_t size)
+{
+	return sm_opt.prof && src->pf_left && src->pf_left <= (int64_t)size;
+}
+
+/* The allocations of b until the next sample, the sample included (1: the next one). */
+static uint32_t until_sample(const struct source *src, uint32_t size)
+{
+	uint32_t left = sm_kfence_every ? src->kf_left : UINT32_MAX;
+	if (sm_opt.prof) {
+		int64_t n = src->pf_left <= 0 ? 1 : (src->pf_left + size - 1) / size;
+		if (n < left)
+			left = (uint32_t)n;
+	}
+	return left;
 }
 
 /* Count the allocations b's class made from b since the last count. */
-static void count(struct tcache *tc, struct source *src, const struct stack *b)
+static void count(struct tcache *tc, struct source *src, const struct stack *b, uint32_t size)
 {
 	uintptr_t m = (uintptr_t)src->smp_mark; /* (a mark in another array: not counted) */
-	consume(tc, src, m > (uintptr_t)b->top && m <= (uintptr_t)b->lim
-				 ? (uint32_t)((m - (uintptr_t)b->top) / sizeof(void *))
-				 : 0);
+	consume(tc, src, size,
+		m > (uintptr_t)b->top && m <= (uintptr_t)b->lim
+			? (uint32_t)((m - (uintptr_t)b->top) / sizeof(void *))
+			: 0);
 	src->smp_mark = b->top;
 }
 
@@ -102,10 +188,23 @@ static void count(struct tcache *tc, struct source *src, const struct stack *b)
  * caller has just taken from b's top since b changed, counted here. */
 static void arm(struct tcache *tc, struct source *src, struct stack *b, uint32_t popped)
 {
-	consume(tc, src, popped);
+	uint32_t size = sm_g.caches[src - tc->source].size;
+	consume(tc, src, size, popped);
 	src->smp_mark = b->top;
-	uint32_t n = stack_count(b), left = src->kf_left;
+	uint32_t n = stack_count(b), left = until_sample(src, size);
 	b->floor = left <= n ? b->top - (left - 1) : b->slots;
+}
+
+void sm_sample_skip(unsigned cls)
+{
+	struct tcache *tc = &sm_tc;
+	if (tc->state != T_LIVE || !tc->smp_armed || cls >= NCLASS)
+		return;
+	struct source *src = &tc->source[cls];
+	const struct stack *b = &tc->alloc_stack[cls];
+	uintptr_t m = (uintptr_t)src->smp_mark;
+	if (m > (uintptr_t)b->top && m <= (uintptr_t)b->lim)
+		src->smp_mark--;
 }
 
 void sm_sample_arm(struct stack *b, uint32_t popped)
@@ -135,8 +234,8 @@ void sm_sample_wake(struct tcache *tc)
 		set_armed(tc, true);
 }
 
-/* The sample of b's class is due: a KFENCE object of size bytes, unless one was taken less
- * than SAMPLE_GAP_NS ago. Either way the thread rests. */
+/* KFENCE's sample of b's class is due: a KFENCE object of size bytes, unless one was taken
+ * less than SAMPLE_GAP_NS ago. Either way the thread rests, unless the profiler is on. */
 static void *take(struct tcache *tc, struct source *src, size_t size)
 {
 	src->kf_left = 0;
@@ -146,7 +245,8 @@ static void *take(struct tcache *tc, struct source *src, size_t size)
 	    __atomic_compare_exchange_n(&last_ns, &last, now, false, __ATOMIC_RELAXED,
 					__ATOMIC_RELAXED))
 		k = sm_kfence_alloc(size);
-	set_armed(tc, false);
+	if (!sm_opt.prof)
+		set_armed(tc, false);
 	return k;
 }
 
@@ -166,10 +266,26 @@ void *sm_sample_swap(struct stack *b, size_t size, unsigned form)
 			return sm_alloc_slow(size, form);
 		return free_key_clear(*--b->top);
 	}
-	count(tc, src, b);
-	if (src->kf_left == 1 && b->top > b->slots) {
-		void *k = take(tc, src, size); /* (the thread rests now) */
-		return k ? k : free_key_clear(*--b->top);
+	unsigned cls = (unsigned)(src - tc->source);
+	uint32_t csize = sm_g.caches[cls].size;
+	count(tc, src, b, csize);
+	if (b->top > b->slots && until_sample(src, csize) == 1) {
+		void *k = NULL;
+		if (sm_kfence_every && src->kf_left == 1)
+			k = take(tc, src, size);
+		if (pf_due(src, csize)) {
+			/* the next countdown starts after this block: (+ csize) is what arm() takes
+			 * off for it */
+			src->pf_left = pf_draw(tc) + csize;
+			if (!k && keep_for(tc, size, csize))
+				k = sm_prof_alloc(cls, size, form);
+		}
+		if (!tc->smp_armed) /* (KFENCE's rest) */
+			return k ? k : free_key_clear(*--b->top);
+		if (k) {
+			arm(tc, src, b, 1);
+			return k;
+		}
 	}
 	struct stack *f = free_stack_beside(b);
 	if (b->top == b->slots) {

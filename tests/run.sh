@@ -17,6 +17,7 @@ per_test_timeout=${SLUB_TEST_TIMEOUT:-300}
 # ---------- tools ----------
 # command:package pairs, installed only when the command is absent
 need=(meson:meson ninja:ninja-build gcc:gcc g++:g++ clang:clang python3:python3 perl:perl git:git
+      google-pprof:google-perftools
       sqlite3:sqlite3 sort:coreutils timeout:coreutils nm:binutils ps:procps /usr/bin/time:time)
 missing=()
 for pair in "${need[@]}"; do
@@ -140,6 +141,9 @@ run_test bad_input 0 bash tests/bad/run_bad.sh "$lib" build
 bash tests/bad/battery.sh --quiet build glibc - | tail -n 1
 run_test battery_default 0 bash tests/bad/battery.sh --quiet --min 70 build default "$lib"
 run_test battery_debug 0 bash tests/bad/battery.sh --quiet --min 101 build debug "$lib" SLUBMALLOC_DEBUG=1
+
+# the heap profiler against google-pprof: sites of known live bytes (tests/prof/prof.sh)
+run_test prof 0 bash tests/prof/prof.sh "$lib" build
 
 # the libFuzzer harness over the committed seed corpus, about a minute (tests/fuzz/run_fuzz.sh)
 run_test fuzz 0 bash tests/fuzz/run_fuzz.sh 60

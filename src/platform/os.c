@@ -178,6 +178,34 @@ int sm_os_open_log(const char *path)
 			    0644);
 }
 
+void sm_os_close(int fd)
+{
+	syscall(SYS_close, fd);
+}
+
+/* The whole of file path (a /proc file: its size is unknown until read) onto fd. */
+bool sm_os_copy_file(const char *path, int fd)
+{
+	int saved = errno;
+	long in = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	bool ok = in >= 0;
+	char buf[4096];
+	while (ok) {
+		long n = syscall(SYS_read, (int)in, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ok = n == 0;
+			break;
+		}
+		ok = sm_os_write(fd, buf, (size_t)n);
+	}
+	if (in >= 0)
+		syscall(SYS_close, (int)in);
+	errno = saved;
+	return ok;
+}
+
 int sm_os_dup(int fd)
 {
 	return (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 3);
