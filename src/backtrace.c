@@ -8,14 +8,16 @@
  *   - the frames inside this library are left out, so a stack starts at the program's call
  *     of malloc (found once, at init, with dl_iterate_phdr; linked statically, nothing is
  *     left out).
- * The gate comes first in the lock order (freelist.c): the unwinder may call malloc. */
+ * The gate comes first in the lock order (freelist.c): the unwinder may call malloc.
+ * sm_backtrace itself is inline (sample.h): each frame of this library costs the unwinder as
+ * much as one of the program's. */
 #define _GNU_SOURCE
 #include <link.h>
 
 #include "internal.h"
 
-static sm_lock_t gate;
-static uintptr_t self_lo, self_hi; /* this library's executable segment; 0, 0: none known */
+sm_lock_t sm_bt_gate;
+uintptr_t sm_bt_self_lo, sm_bt_self_hi; /* this library's executable segment; 0, 0: none */
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -26,8 +28,8 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
 		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && me - lo < ph->p_memsz) {
 			if (info->dlpi_name && *info->dlpi_name) { /* not the program itself */
-				self_lo = lo;
-				self_hi = lo + ph->p_memsz;
+				sm_bt_self_lo = lo;
+				sm_bt_self_hi = lo + ph->p_memsz;
 			}
 			return 1;
 		}
@@ -42,33 +44,12 @@ void sm_backtrace_init(void)
 	sm_backtrace(warm, 4); /* the unwinder's first call sets itself up */
 }
 
-int sm_backtrace(void **out, int max)
-{
-	struct tcache *tc = &sm_tc;
-	if (tc->in_unwind)
-		return 0;
-	void *pc[PROF_FRAMES + 16];
-	int want = max + 16 < (int)(sizeof pc / sizeof pc[0]) ? max + 16 : (int)(sizeof pc / sizeof pc[0]);
-	tc->in_unwind = 1;
-	sm_lock(&gate);
-	int n = sm_os_backtrace(pc, want, 0);
-	sm_unlock(&gate);
-	tc->in_unwind = 0;
-	int k = 0;
-	while (k < n && (uintptr_t)pc[k] - self_lo < self_hi - self_lo)
-		k++;
-	int m = 0;
-	for (; k < n && m < max; k++)
-		out[m++] = pc[k];
-	return m;
-}
-
 void sm_backtrace_lock_all(void)
 {
-	sm_lock(&gate);
+	sm_lock(&sm_bt_gate);
 }
 
 void sm_backtrace_unlock_all(void)
 {
-	sm_unlock(&gate);
+	sm_unlock(&sm_bt_gate);
 }

@@ -103,7 +103,9 @@ static uint32_t intern(void *const *pc, int n, uint64_t h)
 	return id;
 }
 
-uint32_t sm_prof_record(size_t req)
+/* Inlined where it is called: each frame of this library costs the unwinder as much as one
+ * of the program's. */
+static inline __attribute__((always_inline)) uint32_t record(size_t req)
 {
 	void *pc[PROF_FRAMES];
 	int n = sm_backtrace(pc, PROF_FRAMES);
@@ -125,6 +127,11 @@ uint32_t sm_prof_record(size_t req)
 	return id;
 }
 
+uint32_t sm_prof_record(size_t req)
+{
+	return record(req);
+}
+
 void sm_prof_drop(uint32_t id, size_t req)
 {
 	sm_lock(&prof_lock);
@@ -138,7 +145,7 @@ void *sm_prof_alloc(unsigned cls, size_t req, unsigned form)
 {
 	void *p = sm_debug_alloc(&prof_caches[cls], req, NULL, form);
 	if (p)
-		sm_debug_set_prof(p, sm_prof_record(req));
+		sm_debug_set_prof(p, record(req));
 	return p;
 }
 

@@ -49,9 +49,33 @@ void sm_kfence_unlock_all(void);
 
 /* "backtrace.c": the calling thread's stack, without this library's frames */
 void sm_backtrace_init(void);              /* init: find this library, warm the unwinder up */
-int sm_backtrace(void **out, int max);     /* 0 when called from inside the unwinder */
 void sm_backtrace_lock_all(void);          /* fork: no thread is inside the unwinder */
 void sm_backtrace_unlock_all(void);
+extern sm_lock_t sm_bt_gate;
+extern uintptr_t sm_bt_self_lo, sm_bt_self_hi;
+
+/* Up to max return addresses of the caller's stack, this library's frames left out; 0 when
+ * called from inside the unwinder (backtrace.c has the rules). */
+static inline __attribute__((always_inline)) int sm_backtrace(void **out, int max)
+{
+	struct tcache *tc = &sm_tc;
+	if (tc->in_unwind)
+		return 0;
+	void *pc[PROF_FRAMES + 16];
+	int want = max + 16 < PROF_FRAMES + 16 ? max + 16 : PROF_FRAMES + 16;
+	tc->in_unwind = 1;
+	sm_lock(&sm_bt_gate);
+	int n = sm_os_backtrace(pc, want, 0);
+	sm_unlock(&sm_bt_gate);
+	tc->in_unwind = 0;
+	int k = 0;
+	while (k < n && (uintptr_t)pc[k] - sm_bt_self_lo < sm_bt_self_hi - sm_bt_self_lo)
+		k++;
+	int m = 0;
+	for (; k < n && m < max; k++)
+		out[m++] = pc[k];
+	return m;
+}
 
 /* "fault.c": faults in the allocator's no-access areas are reported (a signal handler) */
 void sm_fault_init(void);
