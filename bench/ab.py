@@ -53,7 +53,7 @@ def main():
         order = setups if r % 2 == 0 else setups[::-1]
         for name, env in order:
             figs[name].append(run_once(env, cmd, key))
-    rate = key.endswith('_per_s')
+    rate = key.endswith("_per_s") or key in ("rps", "ops")
     base = statistics.median(figs[setups[0][0]])
     print(f"# {' '.join(cmd)}: {key}, medians of {rounds} alternating rounds")
     for name, _ in setups:

@@ -16,10 +16,10 @@ static void *alloc_class(unsigned cls, size_t req, void *caller, unsigned form)
 {
 	if (unlikely(sm_g.caches[cls].debug))
 		return sm_debug_alloc(&sm_g.caches[cls], req, caller, form);
-	struct tcache *tc = &sm_tc;
+	struct tcache *tc = sm_tcp;
 	if (unlikely(tc->state != T_LIVE)) {
 		if (tc->state == T_NEW)
-			sm_thread_start(tc);
+			tc = sm_thread_start();
 		if (tc->state != T_LIVE) { /* exited, or no memory for a cache yet */
 			void *p = sm_orphan_alloc(cls);
 			return p ? free_key_clear(p) : (errno = ENOMEM, NULL);
@@ -91,7 +91,7 @@ void *sm_alloc_swap(struct stack *b, size_t size, unsigned form)
 	if (unlikely(sm_sampling))
 		return sm_sample_swap(b, size, form);
 	struct stack *f = free_stack_beside(b);
-	hold_if_shared(&sm_tc);
+	hold_if_shared(sm_tcp);
 	if (f->top == f->slots || !class_swap(b, f)) /* (or every object was another thread's) */
 		return sm_alloc_slow(size, form);
 	return free_key_clear(*--b->top);
@@ -130,13 +130,15 @@ void sm_free_slow(void *p, unsigned form)
 		}
 		if (!s || slab_index(s, a) == UINT32_MAX)
 			sm_fatal("invalid free", p, "(not the start of an object of slubmalloc)");
-		struct tcache *tc = &sm_tc;
+		struct tcache *tc = sm_tcp;
 		struct stack *b = &tc->free_stack[s->cls];
 		if ((b->top != b->slots && b->top[-1] == p) ||
 		    (free_key_is_set(p) && sm_free_listed(tc, s, p)))
 			sm_fatal_in("double free", p, s->cache);
-		if (tc->state == T_NEW)
-			sm_thread_start(tc);
+		if (tc->state == T_NEW) {
+			tc = sm_thread_start();
+			b = &tc->free_stack[s->cls];
+		}
 		/* the fastpath's push (fastpath.h), with the free stack's own room: with
 		 * SLUBMALLOC_STATS=1 the slabs send every free here (slab.c) */
 		struct cache *c = s->cache;

@@ -1,7 +1,7 @@
 /* backtrace.c: the calling thread's stack, for KFENCE's reports and the profiler's samples.
  * Three rules around libgcc's unwinder (platform/unwind.c):
  *   - a malloc made from inside the unwinder (libgcc allocates for frame tables registered at
- *     run time) must not unwind again: tcache.in_unwind says the thread is inside;
+ *     run time) must not unwind again: sm_in_unwind says the thread is inside;
  *   - fork must not find another thread inside the unwinder, holding the loader's or libgcc's
  *     locks, which the child would then wait for forever: every unwind holds the gate, and
  *     fork takes the gate first (fork.c);

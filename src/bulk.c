@@ -96,9 +96,9 @@ static SM_COLD size_t alloc_slow(size_t size, size_t n, void **ptrs)
 	unsigned cls = sm_size_to_class(size);
 	if (unlikely(sm_g.caches[cls].debug)) /* SLUBMALLOC_DEBUG: one checked object at a time */
 		return alloc_each(size, n, ptrs);
-	struct tcache *tc = &sm_tc;
+	struct tcache *tc = sm_tcp;
 	if (tc->state == T_NEW)
-		sm_thread_start(tc);
+		tc = sm_thread_start();
 	if (tc->state != T_LIVE)
 		return alloc_each(size, n, ptrs);
 	size_t got = sm_take_n(&sm_g.caches[cls], tc->id, &tc->alloc_stack[cls], &tc->free_stack[cls],
@@ -208,7 +208,7 @@ static SM_COLD void free_rest(struct tcache *tc, void **at, void **end)
  * stack frame) the runs. */
 static __attribute__((noinline, target("avx2"))) void free_bulk_runs_avx2(size_t n, void **ptrs)
 {
-	struct tcache *tc = &sm_tc;
+	struct tcache *tc = sm_tcp;
 	void **at = free_runs_avx2(tc, ptrs, ptrs + n, NULL);
 	if (unlikely(at != ptrs + n))
 		free_rest(tc, at, ptrs + n);
@@ -216,7 +216,7 @@ static __attribute__((noinline, target("avx2"))) void free_bulk_runs_avx2(size_t
 
 static __attribute__((noinline, target("avx2"))) void free_bulk_avx2(size_t n, void **ptrs)
 {
-	if (likely(one_run(&sm_tc, ptrs, n, NULL)))
+	if (likely(one_run(sm_tcp, ptrs, n, NULL)))
 		return;
 	free_bulk_runs_avx2(n, ptrs);
 }
@@ -260,7 +260,7 @@ size_t sm_copy_ptrs(void **dst, void *const *src, size_t n)
 
 static __attribute__((noinline)) void free_bulk_scalar(size_t n, void **ptrs)
 {
-	struct tcache *tc = &sm_tc;
+	struct tcache *tc = sm_tcp;
 	void **at = free_runs(tc, ptrs, ptrs + n, NULL);
 	if (unlikely(at != ptrs + n))
 		free_rest(tc, at, ptrs + n);
@@ -279,7 +279,7 @@ static __attribute__((noinline)) void free_short(size_t n, void **ptrs)
 static inline bool short_run(size_t n, void **ptrs)
 {
 	struct slab *d;
-	struct stack *b = run_start(&sm_tc, (uintptr_t)ptrs[0], NULL, &d);
+	struct stack *b = run_start(sm_tcp, (uintptr_t)ptrs[0], NULL, &d);
 	if (unlikely(!b))
 		return false;
 	void **t = b->top;

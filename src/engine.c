@@ -12,7 +12,9 @@
 
 struct sm_global sm_g;
 size_t sm_vec_min = SIZE_MAX;
-__thread struct tcache sm_tc TLS_IE;
+__thread struct tcache *sm_tcp TLS_IE = (struct tcache *)&sm_tc_new;
+__thread uint8_t sm_in_unwind TLS_IE;
+__thread struct cache *sm_typed_in TLS_IE;
 
 static sm_lock_t init_lock;
 static int stats_fd = 2; /* a duplicate of stderr (programs may close fd 2 before exit), or

@@ -59,9 +59,8 @@ struct slab {
 	struct cache *cache;      /* the cache whose objects it holds (from here on, fields
 				   * sm_pages_alloc clears: inverse and bad_q_bits keep rejecting) */
 	uint64_t objects;         /* objects per slab (64 bits: the bulk checks broadcast it) */
-	int64_t free_stack_off;   /* free()'s stack: thread_pointer() + free_stack_off is the
-				   * calling thread's &sm_tc.free_stack[cls] (the TLS offset of
-				   * sm_tc is the same in every thread) */
+	int64_t free_stack_off;   /* free()'s stack: sm_tcp + free_stack_off is the calling
+				   * thread's &free_stack[cls] (an offset in struct tcache) */
 	uint16_t subline_owner;   /* objects smaller than a cache line: the id of the thread that
 				   * froze the slab last (others' frees of them go to their
 				   * remote_stack); 0 for larger objects, which any thread reuses */
@@ -168,16 +167,16 @@ struct tcache {
 				       * threads may share one: a cost, false sharing, never an
 				       * error) */
 	uint8_t held;                 /* the sub-line classes' free stacks are held (sm_hold) */
-	uint8_t in_unwind;            /* inside the unwinder (backtrace.c): no unwinding again */
 	uint8_t smp_armed;            /* sampling counts this thread's allocations: every free
 				       * stack is held (sample.c) */
 	uint64_t smp_rng;             /* its random numbers (sample.c) */
 	int64_t pf_other;             /* SLUBMALLOC_PROF: bytes of large, aligned and debug blocks
 				       * until their next sample (sample.c) */
-	/* Typed caches (typed.c): touched only inside slub_cache_* calls, which set typed_in to
-	 * their cache meanwhile, and by slub_cache_destroy of another thread once typed_in is not
-	 * that cache. */
-	struct cache *typed_in;
+	/* Typed caches (typed.c): touched only inside slub_cache_* calls, which set sm_typed_in to
+	 * their cache meanwhile, and by slub_cache_destroy of another thread once it is not that
+	 * cache. */
+	struct cache *const *typed_in; /* &sm_typed_in of its thread (TLS: a thread without a
+					* cache of its own sets it too) */
 	struct cache *typed_for[MAX_TYPED];    /* the cache typed_alloc[id] serves (NULL: none) */
 	struct stack typed_alloc[MAX_TYPED];   /* slub_cache_alloc pops here (allocation stack) */
 	struct stack typed_free[MAX_TYPED];    /* slub_cache_free pushes here (free stack) */
@@ -188,12 +187,25 @@ struct tcache {
 	uint64_t trim_gen;               /* the last malloc_trim this thread has drained for */
 };
 
+/* The thread-local state is two words of initial-exec TLS, so that a copy loaded by dlopen
+ * fits in glibc's spare static TLS. sm_tcp is the calling thread's cache: until the thread is
+ * set up, sm_tc_new, and after its exit, sm_tc_dead. Both are read-only, with no room in any
+ * stack, so every call on them takes the slow path (thread.c).
+ * (outside the hidden block: clang, building an executable, then drops the reference's TLS
+ * type when the address is only compared, and the link fails) */
+#pragma GCC visibility pop
+extern __thread struct tcache *sm_tcp TLS_IE;
+extern __thread uint8_t sm_in_unwind TLS_IE; /* inside the unwinder (backtrace.c) */
+extern __thread struct cache *sm_typed_in TLS_IE; /* the typed cache of the call in progress */
+#pragma GCC visibility push(hidden)
+extern const struct tcache sm_tc_new, sm_tc_dead;
+
 /* free()'s stack for an object of s in the calling thread: free_stack[s->cls]
  * (remote_stack[s->cls], closed, with SLUBMALLOC_STATS=1). No owner check here: class_swap makes it
  * when the objects would be reused. */
 static inline struct stack *free_stack_of(const struct slab *s)
 {
-	return (struct stack *)(void *)thread_pointer_plus(&s->free_stack_off);
+	return (struct stack *)(void *)((char *)sm_tcp + s->free_stack_off);
 }
 
 /* Whether objects of slabs another thread froze may be on a thread's sub-line free stacks: set once
@@ -302,16 +314,11 @@ _Static_assert(offsetof(struct tcache, alloc_stack) + (NCLASS + 1) * sizeof(stru
 		       UINT16_MAX,
 	       "sm_stack_at[] holds 16-bit offsets");
 
-/* (outside the hidden block: clang, building an executable, then drops the reference's TLS
- * type when the address is only compared, and the link fails) */
-#pragma GCC visibility pop
-extern __thread struct tcache sm_tc TLS_IE;
-#pragma GCC visibility push(hidden)
 /* The calling thread's malloc stack for size bytes, 1 <= size <= MAX_SMALL (size - 1 <
  * MAX_SMALL: one compare rules out 0 and the large sizes). */
 static inline struct stack *alloc_stack_for(size_t size)
 {
-	return (struct stack *)(void *)((char *)&sm_tc + sm_stack_at[(size - 1) >> 4]);
+	return (struct stack *)(void *)((char *)sm_tcp + sm_stack_at[(size - 1) >> 4]);
 }
 
 /* ---- free pointer encoding (CONFIG_SLAB_FREELIST_HARDENED): ptr ^ secret ^ swab(&slot) ---- */
@@ -524,7 +531,9 @@ void sm_drop(struct stack *b, struct source *source, uint32_t fpoff); /* all bac
 
 /* "thread.c": thread life cycle and the orphan cache */
 void sm_thread_init(void);                /* once, at init: the thread-exit key */
-void sm_thread_start(struct tcache *tc);  /* set up tc and arrange its teardown at exit */
+struct tcache *sm_thread_start(void);    /* the calling thread's own cache, set up, and its
+					  * teardown at exit: the new sm_tcp (still sm_tc_new
+					  * without memory) */
 void sm_thread_setup(struct tcache *tc);  /* T_LIVE, or still T_NEW without memory */
 void sm_thread_teardown(struct tcache *tc);
 struct tcache *sm_orphan_enter(void);     /* the orphan cache, locked (again, by its holder) */

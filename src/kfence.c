@@ -62,8 +62,7 @@ void sm_kfence_init(uint32_t every)
 /* A sampled object of size bytes (sample.c chose this allocation), or NULL. */
 void *sm_kfence_alloc(size_t size)
 {
-	struct tcache *tc = &sm_tc;
-	if (size == 0 || size > page || tc->in_unwind)
+	if (size == 0 || size > page || sm_in_unwind)
 		return NULL;
 	void *bt[KF_FRAMES];
 	int n = sm_backtrace(bt, KF_FRAMES);

@@ -115,8 +115,10 @@ static bool keep_for(struct tcache *tc, size_t req, size_t cls)
 
 bool sm_sample_prof_due(size_t bytes)
 {
-	struct tcache *tc = &sm_tc;
-	if (tc->in_unwind)
+	struct tcache *tc = sm_tcp;
+	if (tc->state == T_NEW) /* (with every class a debug cache, nothing else sets it up) */
+		tc = sm_thread_start();
+	if (sm_in_unwind || tc->state != T_LIVE) /* (a thread without a cache is not sampled) */
 		return false;
 	if (!tc->pf_other)
 		tc->pf_other = pf_draw(tc);
@@ -197,7 +199,7 @@ static void arm(struct tcache *tc, struct source *src, struct stack *b, uint32_t
 
 void sm_sample_skip(unsigned cls)
 {
-	struct tcache *tc = &sm_tc;
+	struct tcache *tc = sm_tcp;
 	if (tc->state != T_LIVE || !tc->smp_armed || cls >= NCLASS)
 		return;
 	struct source *src = &tc->source[cls];
@@ -209,7 +211,7 @@ void sm_sample_skip(unsigned cls)
 
 void sm_sample_arm(struct stack *b, uint32_t popped)
 {
-	struct tcache *tc = &sm_tc;
+	struct tcache *tc = sm_tcp;
 	struct source *src = source_of(tc, b);
 	if (src && tc->smp_armed)
 		arm(tc, src, b, popped);
@@ -254,7 +256,7 @@ static void *take(struct tcache *tc, struct source *src, size_t size)
  * b empty. */
 void *sm_sample_swap(struct stack *b, size_t size, unsigned form)
 {
-	struct tcache *tc = &sm_tc;
+	struct tcache *tc = sm_tcp;
 	struct source *src = source_of(tc, b);
 	if (!src)
 		return sm_alloc_slow(size, form);

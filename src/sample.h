@@ -58,16 +58,15 @@ extern uintptr_t sm_bt_self_lo, sm_bt_self_hi;
  * called from inside the unwinder (backtrace.c has the rules). */
 static inline __attribute__((always_inline)) int sm_backtrace(void **out, int max)
 {
-	struct tcache *tc = &sm_tc;
-	if (tc->in_unwind)
+	if (sm_in_unwind)
 		return 0;
 	void *pc[PROF_FRAMES + 16];
 	int want = max + 16 < PROF_FRAMES + 16 ? max + 16 : PROF_FRAMES + 16;
-	tc->in_unwind = 1;
+	sm_in_unwind = 1;
 	sm_lock(&sm_bt_gate);
 	int n = sm_os_backtrace(pc, want, 0);
 	sm_unlock(&sm_bt_gate);
-	tc->in_unwind = 0;
+	sm_in_unwind = 0;
 	int k = 0;
 	while (k < n && (uintptr_t)pc[k] - sm_bt_self_lo < sm_bt_self_hi - sm_bt_self_lo)
 		k++;

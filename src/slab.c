@@ -73,8 +73,8 @@ struct slab *sm_slab_new(struct cache *c)
 	s->cls = (uint8_t)c->cls;
 	/* free()'s stack: free_stack; with SLUBMALLOC_STATS=1 the remote_stack, which has no room
 	 * there, so every free takes the slow path, where it is counted */
-	struct stack *f = sm_opt.stats ? &sm_tc.remote_stack[c->cls] : &sm_tc.free_stack[c->cls];
-	s->free_stack_off = (char *)f - thread_pointer();
+	s->free_stack_off = sm_opt.stats ? (int64_t)offsetof(struct tcache, remote_stack[c->cls])
+					  : (int64_t)offsetof(struct tcache, free_stack[c->cls]);
 	s->carved = 0;
 	for (unsigned i = 1; i < s->pages; i++) { /* the read-only fields, for page_desc() */
 		s[i].cache = c;

@@ -30,7 +30,7 @@ uint64_t sm_trim_gen;
 void sm_count_slow(const struct cache *c, unsigned ev, uint64_t n)
 {
 	unsigned row = sm_row(c);
-	struct sm_tstats *st = sm_tc.st;
+	struct sm_tstats *st = sm_tcp->st;
 	if (st) /* this thread's own: a plain add, read by others with relaxed loads */
 		__atomic_store_n(&st->ev[row][ev], st->ev[row][ev] + n, __ATOMIC_RELAXED);
 	else

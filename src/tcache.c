@@ -98,8 +98,8 @@ void sm_free_stack_floor(struct tcache *tc, unsigned cls)
  * when it is full or closed), the others keep their order. */
 void sm_sort_foreign(struct stack *f)
 {
-	uint16_t id = sm_tc.id;
-	if (!sm_tc.held || sm_g.caches[f - sm_tc.free_stack].size >= 64)
+	uint16_t id = sm_tcp->id;
+	if (!sm_tcp->held || sm_g.caches[f - sm_tcp->free_stack].size >= 64)
 		return; /* held only for sampling (sample.c) */
 	struct stack *r = f + (offsetof(struct tcache, remote_stack) -
 			       offsetof(struct tcache, free_stack)) /

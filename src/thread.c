@@ -8,20 +8,32 @@
  * caches alike, under the orphan lock. The thread holding that lock may take it again: a
  * typed cache's ctor may malloc while the typed path holds it. The nested call uses only the
  * size-class part, the outer one only the typed part.
+ * A thread's struct tcache lives at the head of its block, not in TLS: the TLS is one pointer
+ * to it (sm_tcp), so a copy loaded by dlopen fits in glibc's spare static TLS. Until the
+ * thread is set up, sm_tcp is sm_tc_new; after its exit, sm_tc_dead. Both are read-only and
+ * have no room in any stack: every call on them takes a slow path, which checks the state.
  * Invariants: a cache is written by its own thread only (the orphan: by the lock's holder);
- * state goes T_NEW -> T_LIVE -> T_DEAD, or stays T_NEW while no memory is left. */
+ * state goes T_NEW -> T_LIVE -> T_DEAD, or stays T_NEW while no memory is left; sm_tc_new
+ * and sm_tc_dead are never written (they are const: a write would fault). */
 #include <errno.h>
 #include <pthread.h>
+#include <string.h>
 
 #include "internal.h"
+
+const struct tcache sm_tc_new = {.state = T_NEW};
+const struct tcache sm_tc_dead = {.state = T_DEAD};
 
 /* ---- slot memory: one block per thread, all of one size, recycled through a pool ---- */
 static sm_lock_t block_lock;
 static void **block_pool;   /* blocks linked through their first word */
 
+/* A block starts with room for the thread's struct tcache, in words, then the slot arrays. */
+#define TC_WORDS ((sizeof(struct tcache) + 63) / 64 * 8)
+
 static size_t block_words(void)
 {
-	size_t w = 0;
+	size_t w = TC_WORDS;
 	for (unsigned i = 0; i < NCLASS; i++)
 		/* the allocation and free stacks, then the remote stack */
 		w += 2 * (sm_g.caches[i].cap_grown + 1) + sm_g.caches[i].cap + 1;
@@ -46,15 +58,11 @@ static void block_put(void **blk)
 	sm_unlock(&block_lock);
 }
 
-void sm_thread_setup(struct tcache *tc)
+/* tc's stacks, in block blk after its first TC_WORDS words; tc becomes T_LIVE. */
+static void setup(struct tcache *tc, void **blk)
 {
-	void **blk = block_get();
-	if (!blk) {
-		/* no memory for a cache now: this call's frees go straight to slabs, its mallocs
-		 * to the orphan; the state stays T_NEW, so a later call tries again */
-		return;
-	}
 	tc->block = blk;
+	blk += TC_WORDS;
 	static uint32_t next_id;
 	uint32_t serial = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
 	tc->id = (uint16_t)(serial % 65534 + 1);
@@ -83,6 +91,15 @@ void sm_thread_setup(struct tcache *tc)
 		sm_sample_wake(tc);
 }
 
+/* The orphan's stacks. Without memory for a block its state stays T_NEW, and a later call
+ * tries again; meanwhile its frees go straight to the slabs. */
+void sm_thread_setup(struct tcache *tc)
+{
+	void **blk = block_get();
+	if (blk)
+		setup(tc, blk);
+}
+
 /* Thread exit: every cached object goes back to its slab, every active slab is unfrozen.
  * Objects other threads still hold stay reachable through their slabs' shared lists. */
 void sm_thread_teardown(struct tcache *tc)
@@ -100,26 +117,23 @@ void sm_thread_teardown(struct tcache *tc)
 			tc->burst[i] = NULL;
 		}
 	}
-	if (tc->block)
-		block_put(tc->block);
-	tc->block = NULL;
 }
 
 /* ---- the orphan cache ---- */
 static sm_lock_t orphan_lock;
 static struct tcache orphan;
-static struct tcache *orphan_holder; /* the holder's own sm_tc (relaxed: only the holder
+static void *orphan_holder; /* the holder's &sm_tcp, unique to a thread (relaxed: only the holder
 				      * finds itself there) */
 static unsigned orphan_depth;        /* the holder's nested entries */
 
 struct tcache *sm_orphan_enter(void)
 {
-	if (__atomic_load_n(&orphan_holder, __ATOMIC_RELAXED) == &sm_tc) {
+	if (__atomic_load_n(&orphan_holder, __ATOMIC_RELAXED) == (void *)&sm_tcp) {
 		orphan_depth++;
 		return &orphan;
 	}
 	sm_lock(&orphan_lock);
-	__atomic_store_n(&orphan_holder, &sm_tc, __ATOMIC_RELAXED);
+	__atomic_store_n(&orphan_holder, (void *)&sm_tcp, __ATOMIC_RELAXED);
 	return &orphan;
 }
 
@@ -169,6 +183,8 @@ static void thread_exit(void *arg)
 	sm_thread_teardown(tc); /* it leaves the registry first: no reader sees tc->st after */
 	sm_stats_thread_exit(tc);
 	tc->state = T_DEAD;
+	sm_tcp = (struct tcache *)&sm_tc_dead; /* (what glibc frees later goes to the orphan) */
+	block_put(tc->block);                  /* tc is in it: the last touch */
 }
 
 /* Once, at init, with the engine ready: pthread_key_create may allocate. */
@@ -177,15 +193,21 @@ void sm_thread_init(void)
 	exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
 }
 
-void sm_thread_start(struct tcache *tc)
+struct tcache *sm_thread_start(void)
 {
 	sm_init();
-	sm_thread_setup(tc);
+	void **blk = block_get();
+	if (!blk) /* no memory now: the orphan serves this thread, and a later call tries again */
+		return sm_tcp;
+	struct tcache *tc = (struct tcache *)(void *)blk;
+	memset(tc, 0, sizeof *tc); /* (a block from the pool: its first word linked the pool) */
+	setup(tc, blk);
+	sm_tcp = tc;
 	sm_stats_thread_start(tc);
-	if (tc->state == T_LIVE)
-		sm_typed_register(tc);
+	sm_typed_register(tc);
 	if (exit_key_ok)
 		pthread_setspecific(exit_key, tc);
+	return tc;
 }
 
 /* ---- fork (the lock order: freelist.c) ---- */

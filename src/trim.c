@@ -10,9 +10,9 @@
 /* tc's stacks, other threads' objects, spill chains and active slabs back to the slabs. */
 void sm_trim_self(struct tcache *tc)
 {
-	tc->trim_gen = __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED);
-	if (tc->state != T_LIVE)
+	if (tc->state != T_LIVE) /* (sm_tc_new and sm_tc_dead are never written) */
 		return;
+	tc->trim_gen = __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED);
 	for (unsigned i = 0; i < NCLASS; i++) {
 		sm_free_array(tc->remote_stack[i].slots, stack_count(&tc->remote_stack[i]));
 		tc->remote_stack[i].top = tc->remote_stack[i].slots;
@@ -33,7 +33,7 @@ int sm_trim(void)
 	if (!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE))
 		return 0;
 	__atomic_fetch_add(&sm_trim_gen, 1, __ATOMIC_RELAXED);
-	sm_trim_self(&sm_tc);
+	sm_trim_self(sm_tcp);
 	sm_depot_drain();
 	for (unsigned i = 0; i < NCLASS; i++) {
 		struct cache *c = &sm_g.caches[i];

@@ -8,8 +8,9 @@
  * goes straight back to its slab.
  *
  * DESTROY WITH OTHER THREADS ALIVE (the kernel flushes every CPU's cache; so must we):
- *   caller of a slub_cache_* call on c:  typed_in = c; compiler barrier; load c->dead; use
- *                                        its typed stacks and source; typed_in = NULL (release)
+ *   caller of a slub_cache_* call on c:  sm_typed_in = c (TLS; tcache.typed_in points to it);
+ *                                        compiler barrier; load c->dead; use its typed stacks
+ *                                        and source; sm_typed_in = NULL (release)
  *   slub_cache_destroy(c):               c->dead = 3; membarrier(PRIVATE_EXPEDITED); then for
  *                                        every registered thread: wait while its typed_in is c;
  *                                        drain its state for c; then c->dead = 1 (freeable).
@@ -56,22 +57,23 @@ static void choose_barrier(void)
 	__atomic_store_n(&use_membarrier, ok, __ATOMIC_RELEASE);
 }
 
-static inline void enter(struct tcache *tc, struct cache *c)
+static inline void enter(struct cache *c)
 {
-	__atomic_store_n(&tc->typed_in, c, __ATOMIC_RELAXED);
+	__atomic_store_n(&sm_typed_in, c, __ATOMIC_RELAXED);
 	if (use_membarrier)
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	else
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
-static inline void leave(struct tcache *tc)
+static inline void leave(void)
 {
-	__atomic_store_n(&tc->typed_in, NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&sm_typed_in, NULL, __ATOMIC_RELEASE);
 }
 
 void sm_typed_register(struct tcache *tc)
 {
+	tc->typed_in = &sm_typed_in;
 	sm_lock(&registry_lock);
 	tc->rprev = NULL;
 	tc->rnext = registry;
@@ -246,14 +248,14 @@ static void put(struct tcache *tc, struct cache *c, size_t n, void **ptrs)
 
 static size_t alloc_n(struct cache *c, size_t n, void **out)
 {
-	struct tcache *tc = &sm_tc;
+	struct tcache *tc = sm_tcp;
 	if (unlikely(tc->state == T_NEW))
-		sm_thread_start(tc);
+		tc = sm_thread_start();
 	size_t got;
 	if (likely(tc->state == T_LIVE)) {
-		enter(tc, c);
+		enter(c);
 		got = take(tc, c, n, out);
-		leave(tc);
+		leave();
 	} else {
 		got = take(sm_orphan_enter(), c, n, out);
 		sm_orphan_leave();
@@ -286,11 +288,11 @@ static SM_COLD void free_n(struct cache *c, size_t n, void **ptrs)
 	for (size_t i = 0; i < n; i++)
 		if (ptrs[i])
 			check_object(c, ptrs[i]);
-	struct tcache *tc = &sm_tc;
+	struct tcache *tc = sm_tcp;
 	if (likely(tc->state == T_LIVE)) {
-		enter(tc, c);
+		enter(c);
 		put(tc, c, n, ptrs);
-		leave(tc);
+		leave();
 	} else {
 		put(sm_orphan_enter(), c, n, ptrs);
 		sm_orphan_leave();
@@ -318,18 +320,18 @@ static SM_COLD void *alloc_one_slow(struct cache *c)
 /* One object: slub_cache_alloc's body, inlined into the bulk calls for short arrays. */
 static inline __attribute__((always_inline)) void *alloc_one(struct cache *c)
 {
-	struct tcache *tc = &sm_tc;
+	struct tcache *tc = sm_tcp;
 	unsigned id = c->id;
 	struct stack *b = &tc->typed_alloc[id];
-	enter(tc, c);
+	enter(c);
 	void **t = b->top;
 	if (likely(serves(tc, c, id) && t != b->slots)) {
 		b->top = --t;
 		void *p = *t;
-		leave(tc);
+		leave();
 		return zeroed(c, p);
 	}
-	leave(tc);
+	leave();
 	return alloc_one_slow(c);
 }
 
@@ -342,15 +344,15 @@ static inline __attribute__((always_inline)) void free_one(struct cache *c, void
 		return;
 	if (likely(region_is_ours(a) && is_object(d = page_desc(a), a) &&
 		   d->cache == c)) {
-		struct tcache *tc = &sm_tc;
+		struct tcache *tc = sm_tcp;
 		unsigned id = c->id;
 		struct stack *b = &tc->typed_free[id];
-		enter(tc, c);
+		enter(c);
 		if (likely(serves(tc, c, id) && stack_push(b, p))) {
-			leave(tc);
+			leave();
 			return;
 		}
-		leave(tc);
+		leave();
 	}
 	free_one_slow(c, p); /* report, flush, or a thread without a stack for c */
 }
@@ -384,14 +386,14 @@ static __attribute__((noinline)) size_t alloc_bulk(struct cache *c, size_t n, vo
 {
 	if (unlikely(!n || !ptrs))
 		return bad_bulk_args(n);
-	struct tcache *tc = &sm_tc;
+	struct tcache *tc = sm_tcp;
 	unsigned id = c->id;
 	struct stack *b = &tc->typed_alloc[id];
-	enter(tc, c);
+	enter(c);
 	void **t = b->top;
 	if (likely(serves(tc, c, id) && (size_t)(t - b->slots) >= n)) { /* one copy from the top */
 		b->top = t -= n;
-		leave(tc); /* t[0, n) are no longer the stack's: the copy needs no guard */
+		leave(); /* t[0, n) are no longer the stack's: the copy needs no guard */
 		if (unlikely(c->flags & SLUB_ZERO))
 			return copy_zeroed(c, ptrs, t, n);
 		if (n < SHORT_BULK) { /* inline, as malloc_bulk's (bulk.c) */
@@ -400,7 +402,7 @@ static __attribute__((noinline)) size_t alloc_bulk(struct cache *c, size_t n, vo
 		}
 		return sm_copy_ptrs(ptrs, t, n); /* a tail call */
 	}
-	leave(tc);
+	leave();
 	return alloc_n(c, n, ptrs);
 }
 
@@ -408,31 +410,31 @@ SM_EXPORT SM_HOT size_t slub_cache_alloc_bulk(struct slub_cache *sc, size_t n, v
 {
 	struct cache *c = cache_from(sc);
 	if (likely(n == 1 && ptrs)) { /* slub_cache_alloc's fastpath; else alloc_bulk */
-		struct tcache *tc = &sm_tc;
+		struct tcache *tc = sm_tcp;
 		unsigned id = c->id;
 		struct stack *b = &tc->typed_alloc[id];
-		enter(tc, c);
+		enter(c);
 		void **t = b->top;
 		if (likely(serves(tc, c, id) && t != b->slots && !(c->flags & SLUB_ZERO))) {
 			b->top = --t;
 			ptrs[0] = *t;
-			leave(tc);
+			leave();
 			return 1;
 		}
-		leave(tc);
+		leave();
 	}
 	return alloc_bulk(c, n, ptrs);
 }
 
 static __attribute__((noinline)) void free_bulk_n(struct cache *c, size_t n, void **ptrs)
 {
-	struct tcache *tc = &sm_tc;
+	struct tcache *tc = sm_tcp;
 	/* runs of c's objects checked and pushed as free_bulk does (bulk.c); a pointer that
 	 * stops a run takes the general way, alone. (Only a live thread's stacks serve a cache.) */
 	unsigned id = c->id;
-	enter(tc, c);
+	enter(c);
 	if (unlikely(!serves(tc, c, id))) {
-		leave(tc);
+		leave();
 		free_n(c, n, ptrs);
 		return;
 	}
@@ -444,7 +446,7 @@ static __attribute__((noinline)) void free_bulk_n(struct cache *c, size_t n, voi
 		}
 		at = sm_bulk_runs(tc, at + 1, ptrs + n, c);
 	}
-	leave(tc);
+	leave();
 }
 
 /* Two or three pointers (SHORT_BULK, config.h) in one call's time: the first passes free()'s
@@ -459,10 +461,10 @@ static inline bool free_short(struct cache *c, size_t n, void **ptrs)
 	if (unlikely(!region_is_ours(first) || !is_object(d = page_desc(first), first) ||
 		     d->cache != c))
 		return false;
-	struct tcache *tc = &sm_tc;
+	struct tcache *tc = sm_tcp;
 	unsigned id = c->id;
 	struct stack *b = &tc->typed_free[id];
-	enter(tc, c);
+	enter(c);
 	void **t = b->top;
 	bool ok = serves(tc, c, id) && b->lim - t >= (ptrdiff_t)n &&
 		  short_run_ok(d, ptrs, n, t[-1]);
@@ -470,7 +472,7 @@ static inline bool free_short(struct cache *c, size_t n, void **ptrs)
 		copy_ptrs(t, ptrs, n); /* one push */
 		b->top = t + n;
 	}
-	leave(tc);
+	leave();
 	return ok;
 }
 
@@ -527,8 +529,8 @@ SM_EXPORT void slub_cache_destroy(struct slub_cache *sc)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	sm_lock(&registry_lock);
 	for (struct tcache *tc = registry; tc; tc = tc->rnext) {
-		if (tc != &sm_tc)
-			while (__atomic_load_n(&tc->typed_in, __ATOMIC_ACQUIRE) == c)
+		if (tc != sm_tcp)
+			while (__atomic_load_n(tc->typed_in, __ATOMIC_ACQUIRE) == c)
 				sm_os_yield();
 		if (tc->typed_for[c->id] == c)
 			drain(tc, c->id);
@@ -589,9 +591,9 @@ void sm_typed_unlock_all(bool reinit)
 			sm_unlock(&table[i]->lock);
 	if (reinit) { /* the child has one thread: the registry holds it alone */
 		registry = NULL;
-		if (sm_tc.state == T_LIVE) {
-			sm_tc.rnext = sm_tc.rprev = NULL;
-			registry = &sm_tc;
+		if (sm_tcp->state == T_LIVE) {
+			sm_tcp->rnext = sm_tcp->rprev = NULL;
+			registry = sm_tcp;
 		}
 	}
 	sm_unlock(&typed_lock);

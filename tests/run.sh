@@ -123,6 +123,10 @@ for t in api_contract cxx_new stress_mt fork_test fork_stdio fork_signal stats_c
     run_test "$t" 1 "build/tests/$t"
 done
 run_test kfence_rate 1 env SLUBMALLOC_KFENCE=10000 build/tests/kfence_rate
+# loaded with dlopen by a plugin linked with it, not preloaded
+run_test dlopen_api 0 build/tests/dlopen_api
+# linked statically (libslubmalloc.a) into a program, checked with SLUBMALLOC_STATS=1
+run_test static_link 0 bash tests/static_link.sh build
 # linked with libslubmalloc.so, not preloaded
 run_test fork_paths 0 build/tests/fork_paths
 

@@ -21,8 +21,8 @@ int main(void)
 		CHECK(c < NCLASS, "size %zu -> class %u", n, c);
 		CHECK(sm_class_size(c) >= n, "size %zu in class of %u", n, sm_class_size(c));
 		CHECK(c == 0 || sm_class_size(c - 1) < n, "size %zu could use class %u", n, c - 1);
-		CHECK(n == 0 || alloc_stack_for(n) == &sm_tc.alloc_stack[c], "table says stack %ld for size %zu, not %u",
-		      (long)(alloc_stack_for(n) - sm_tc.alloc_stack), n, c);
+		CHECK(n == 0 || alloc_stack_for(n) == &sm_tcp->alloc_stack[c], "table says stack %ld for size %zu, not %u",
+		      (long)(alloc_stack_for(n) - sm_tcp->alloc_stack), n, c);
 		double waste = (double)(sm_class_size(c) - n) / sm_class_size(c);
 		if (n > 128 && waste > worst)
 			worst = waste;

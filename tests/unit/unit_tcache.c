@@ -61,27 +61,27 @@ static void *own_bursts(void *arg)
 	struct cache *c = &sm_g.caches[cls];
 	for (unsigned r = 0; r < 4; r++)
 		round_trip(r);
-	void **burst = sm_tc.burst[cls];
+	void **burst = sm_tcp->burst[cls];
 	CHECK(burst, "own bursts of %u objects: no burst arrays (stacks of %u)", case_n,
-	      stack_cap(&sm_tc.free_stack[cls]));
-	CHECK(stack_cap(&sm_tc.alloc_stack[cls]) == c->cap_burst && stack_cap(&sm_tc.free_stack[cls]) == c->cap_burst,
-	      "burst stacks hold %u and %u, not cap_burst %u", stack_cap(&sm_tc.alloc_stack[cls]),
-	      stack_cap(&sm_tc.free_stack[cls]), c->cap_burst);
-	uint32_t refills = sm_tc.source[cls].refills;
+	      stack_cap(&sm_tcp->free_stack[cls]));
+	CHECK(stack_cap(&sm_tcp->alloc_stack[cls]) == c->cap_burst && stack_cap(&sm_tcp->free_stack[cls]) == c->cap_burst,
+	      "burst stacks hold %u and %u, not cap_burst %u", stack_cap(&sm_tcp->alloc_stack[cls]),
+	      stack_cap(&sm_tcp->free_stack[cls]), c->cap_burst);
+	uint32_t refills = sm_tcp->source[cls].refills;
 	for (unsigned r = 4; r < 12; r++)
 		round_trip(r);
-	CHECK(sm_tc.source[cls].refills == refills, "rounds after the burst growth refilled %u times",
-	      sm_tc.source[cls].refills - refills);
+	CHECK(sm_tcp->source[cls].refills == refills, "rounds after the burst growth refilled %u times",
+	      sm_tcp->source[cls].refills - refills);
 
 	malloc_trim(0); /* drains the calling thread's stacks at once */
-	CHECK(stack_count(&sm_tc.alloc_stack[cls]) == 0 && stack_count(&sm_tc.free_stack[cls]) == 0 &&
-		      stack_cap(&sm_tc.free_stack[cls]) == c->cap,
+	CHECK(stack_count(&sm_tcp->alloc_stack[cls]) == 0 && stack_count(&sm_tcp->free_stack[cls]) == 0 &&
+		      stack_cap(&sm_tcp->free_stack[cls]) == c->cap,
 	      "after malloc_trim: stacks of %u and %u objects, room %u (cap %u)",
-	      stack_count(&sm_tc.alloc_stack[cls]), stack_count(&sm_tc.free_stack[cls]), stack_cap(&sm_tc.free_stack[cls]),
+	      stack_count(&sm_tcp->alloc_stack[cls]), stack_count(&sm_tcp->free_stack[cls]), stack_cap(&sm_tcp->free_stack[cls]),
 	      c->cap);
 	for (unsigned r = 12; r < 18; r++)
 		round_trip(r);
-	CHECK(sm_tc.burst[cls] == burst && stack_cap(&sm_tc.free_stack[cls]) == c->cap_burst,
+	CHECK(sm_tcp->burst[cls] == burst && stack_cap(&sm_tcp->free_stack[cls]) == c->cap_burst,
 	      "after malloc_trim, bursts did not grow the stacks again in the same arrays");
 	return NULL;
 }
@@ -98,7 +98,7 @@ static void *consumer(void *arg)
 	for (unsigned r = 0; r < 4; r++)
 		for (unsigned i = 0; i < case_n; i++)
 			free(h->p[r][i]);
-	CHECK(!sm_tc.burst[cls], "a thread freeing another thread's objects got burst arrays");
+	CHECK(!sm_tcp->burst[cls], "a thread freeing another thread's objects got burst arrays");
 	return NULL;
 }
 
@@ -135,7 +135,7 @@ static void *random_frees(void *arg)
 	}
 	for (unsigned i = 0; i < M; i++)
 		free(p[i]);
-	CHECK(!sm_tc.burst[cls], "frees in random order got burst arrays");
+	CHECK(!sm_tcp->burst[cls], "frees in random order got burst arrays");
 	return NULL;
 }
 
@@ -159,17 +159,17 @@ static void *budget_bursts(void *arg)
 			round_trip(r);
 		uint64_t held = (uint64_t)c->cap_burst * c->size;
 		bool fits = expect + held <= TCACHE_BURST_BUDGET;
-		CHECK(!!sm_tc.burst[cls] == fits,
+		CHECK(!!sm_tcp->burst[cls] == fits,
 		      "class of %zu bytes (%llu bytes of burst stacks, %llu held before): burst "
 		      "arrays %s, budget %u", case_size, (unsigned long long)held,
-		      (unsigned long long)expect, sm_tc.burst[cls] ? "given" : "refused",
+		      (unsigned long long)expect, sm_tcp->burst[cls] ? "given" : "refused",
 		      TCACHE_BURST_BUDGET);
 		if (fits)
 			expect += held, with++;
 		else
 			without++;
-		CHECK(sm_burst_held(&sm_tc) == expect, "burst stacks hold %llu bytes, expected %llu",
-		      (unsigned long long)sm_burst_held(&sm_tc), (unsigned long long)expect);
+		CHECK(sm_burst_held(sm_tcp) == expect, "burst stacks hold %llu bytes, expected %llu",
+		      (unsigned long long)sm_burst_held(sm_tcp), (unsigned long long)expect);
 	}
 	CHECK(with && without, "the budget was not reached (%u classes with arrays, %u without)",
 	      with, without);
