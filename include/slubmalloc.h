@@ -114,8 +114,9 @@ int slub_prof_dump(const char *path);
  * path (sched_getcpu() + a locked instruction on this CPU's copy) is chosen once, at the first
  * pcpu_alloc(); see pcpu_rseq_active(). Identifiers of the form slub_pcpu_* / SLUB_PCPU_* /
  * pcpu_*_slow below are implementation details of the inline code.
- * Requires x86-64 and glibc >= 2.35 (the __rseq_offset / __rseq_size symbols). The rseq
- * sections themselves are in slubmalloc_rseq_x86_64.h, which this header includes. */
+ * Requires glibc >= 2.35 (the __rseq_offset / __rseq_size symbols). The rseq sections are
+ * x86-64's, in slubmalloc_rseq_x86_64.h, which this header includes there; elsewhere
+ * (aarch64) slubmalloc_rseq_none.h sends every call to the slower fallback. */
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -160,7 +161,11 @@ void pcpu_this_add_slow(long *p, long v);
 }
 #endif
 /* The rseq critical sections of the fastpaths below, in the CPU's own instructions. */
+#if defined(__x86_64__)
 #include "slubmalloc_rseq_x86_64.h"
+#else
+#include "slubmalloc_rseq_none.h"
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif

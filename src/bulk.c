@@ -16,7 +16,12 @@
  * All or nothing: when memory runs out, everything taken is given back, and malloc_bulk returns
  * 0 with errno ENOMEM. */
 #include <errno.h>
+#if defined(__x86_64__)
 #include <immintrin.h>
+#define SM_HAVE_AVX2 1 /* the AVX2 variants exist (chosen at run time, sm_vec_min) */
+#else
+#define SM_HAVE_AVX2 0 /* (elsewhere sm_vec_min stays SIZE_MAX: the scalar paths only) */
+#endif
 
 #include "fastpath.h"
 #include "internal.h"
@@ -56,6 +61,7 @@ static __attribute__((noinline)) size_t copy_ptrs_n(void **dst, void *const *src
 	return n;
 }
 
+#if SM_HAVE_AVX2
 static __attribute__((noinline, target("avx2"))) size_t copy_ptrs_avx2(void **dst,
 								      void *const *src, size_t n)
 {
@@ -69,6 +75,9 @@ static __attribute__((noinline, target("avx2"))) size_t copy_ptrs_avx2(void **ds
 		dst[n - 1] = src[n - 1];
 	return n;
 }
+#else
+#define copy_ptrs_avx2 copy_ptrs_n
+#endif
 
 /* Objects pushed on a size class's free stack get the free key (internal.h), as free()'s do
  * (a typed cache's stacks keep none). */
@@ -191,9 +200,11 @@ static inline struct stack *run_start(struct tcache *tc, uintptr_t a, struct cac
 #include "bulk_runs.h"
 #undef RUNS_VEC
 #undef RUNS_NAME
+#if SM_HAVE_AVX2
 #define RUNS_VEC 1
 #define RUNS_NAME free_runs_avx2
 #include "bulk_runs.h"
+#endif
 
 static SM_COLD void free_rest(struct tcache *tc, void **at, void **end)
 {
@@ -204,6 +215,7 @@ static SM_COLD void free_rest(struct tcache *tc, void **at, void **end)
 	} while (at != end);
 }
 
+#if SM_HAVE_AVX2
 /* The AVX2 paths: the whole array as one run, else (a tail call, so the common case sets up no
  * stack frame) the runs. */
 static __attribute__((noinline, target("avx2"))) void free_bulk_runs_avx2(size_t n, void **ptrs)
@@ -236,6 +248,11 @@ static __attribute__((noinline, target("avx2"))) void **typed_runs_avx2(struct t
 		return end;
 	return typed_runs_rest_avx2(tc, src, end, c);
 }
+
+#else
+#define free_bulk_avx2 free_bulk_scalar
+#define typed_runs_avx2 typed_runs
+#endif
 
 static __attribute__((noinline)) void **typed_runs(struct tcache *tc, void **src, void **end,
 						   struct cache *c)

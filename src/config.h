@@ -10,7 +10,11 @@
 #define SPAGE_SIZE (1UL << SPAGE_SHIFT)
 #define REGION_PAGES (REGION_SIZE / SPAGE_SIZE) /* 64: one bit each in region->free_mask */
 #define SLAB_MAX_PAGES 8                        /* a slab spans at most 512 KiB */
+#if defined(__aarch64__)
+#define ADDR_BITS 48                            /* user address space on aarch64 (48-bit VA) */
+#else
 #define ADDR_BITS 47                            /* user address space on x86-64 (4-level) */
+#endif
 #define NREGION_SLOTS (1UL << (ADDR_BITS - REGION_SHIFT)) /* entries of the ownership map */
 
 #define MIN_ALIGN 16                            /* every object is 16-byte aligned */
@@ -71,7 +75,8 @@
 						 * purged; SLUBMALLOC_PURGE_DELAY_MS */
 #define DIRTY_MAX (32UL << 20)                  /* freed slab pages kept resident, at most */
 
-#define PAGE_SIZE_OS 4096UL                     /* mmap granularity */
+#define SLABINFO_PAGE 4096UL                    /* /proc/slabinfo's pagesperslab counts 4 KiB
+						 * pages, whatever the OS page (stats.c) */
 #define LARGE_CACHE_SLOTS 64                    /* freed large ranges kept for reuse */
 #define LARGE_RECENT_MAX (1u << 20)             /* a large block freed last, up to this size,
 						 * is not reused before the next large free */

@@ -14,6 +14,7 @@ struct sm_global sm_g;
 size_t sm_vec_min = SIZE_MAX;
 __thread struct tcache *sm_tcp TLS_IE = (struct tcache *)&sm_tc_new;
 __thread uint8_t sm_in_unwind TLS_IE;
+size_t sm_page_size = 4096; /* the OS page: 4, 16 or 64 KiB, read at init */
 __thread struct cache *sm_typed_in TLS_IE;
 
 static sm_lock_t init_lock;
@@ -35,6 +36,8 @@ void sm_init(void)
 		sm_unlock(&init_lock);
 		return;
 	}
+	sm_os_cpu_init();
+	sm_page_size = sm_os_page_size();
 	sm_options_read();
 	sm_os_random(&sm_g.secret, sizeof sm_g.secret);
 	sm_vec_min = sm_opt.avx2 && cpu_has_avx2() ? 4 : SIZE_MAX;

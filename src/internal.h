@@ -298,6 +298,7 @@ struct sm_global {
 };
 
 extern struct sm_global sm_g;
+extern size_t sm_page_size;                    /* the OS page, read at init (engine.c) */
 /* The bytes of a thread's burst arrays of cls (tcache.burst: stack's and free_stack's, cap_burst
  * slots after a NULL guard each). */
 static inline size_t burst_bytes(unsigned cls)

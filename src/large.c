@@ -161,8 +161,8 @@ static unsigned expire(struct lcached *out, bool force)
 /* Unmap a range with its guard pages. */
 static void unmap_range(uintptr_t base, size_t len, unsigned guard)
 {
-	size_t before = guard & GUARD_BEFORE ? PAGE_SIZE_OS : 0;
-	size_t after = guard & GUARD_AFTER ? PAGE_SIZE_OS : 0;
+	size_t before = guard & GUARD_BEFORE ? sm_page_size : 0;
+	size_t after = guard & GUARD_AFTER ? sm_page_size : 0;
 	sm_os_unmap((void *)(base - before), before + len + after);
 }
 
@@ -170,9 +170,9 @@ static void unmap_range(uintptr_t base, size_t len, unsigned guard)
 static void unmap_guards(uintptr_t base, size_t len, unsigned guard)
 {
 	if (guard & GUARD_BEFORE)
-		sm_os_unmap((void *)(base - PAGE_SIZE_OS), PAGE_SIZE_OS);
+		sm_os_unmap((void *)(base - sm_page_size), sm_page_size);
 	if (guard & GUARD_AFTER)
-		sm_os_unmap((void *)(base + len), PAGE_SIZE_OS);
+		sm_os_unmap((void *)(base + len), sm_page_size);
 }
 
 static void unmap_all(struct lcached *v, unsigned n)
@@ -299,7 +299,7 @@ static bool in_quarantine(uintptr_t p)
 
 static void *debug_alloc(size_t size, size_t align)
 {
-	size_t page = PAGE_SIZE_OS, a = align > MIN_ALIGN ? align : MIN_ALIGN;
+	size_t page = sm_page_size, a = align > MIN_ALIGN ? align : MIN_ALIGN;
 	size_t body = (size + a - 1 + page - 1) & ~(page - 1);
 	size_t len = body + 2 * page;
 	char *map = sm_os_reserve(len);
@@ -329,8 +329,8 @@ static void *debug_alloc(size_t size, size_t align)
 /* The red zone's first changed byte around debug block e, or NULL. */
 static const unsigned char *debug_bad_zone(const struct lentry *e)
 {
-	const unsigned char *lo = (const unsigned char *)e->base + PAGE_SIZE_OS;
-	const unsigned char *hi = (const unsigned char *)e->base + e->len - PAGE_SIZE_OS;
+	const unsigned char *lo = (const unsigned char *)e->base + sm_page_size;
+	const unsigned char *hi = (const unsigned char *)e->base + e->len - sm_page_size;
 	const unsigned char *p = (const unsigned char *)e->key;
 	for (const unsigned char *q = lo; q < p; q++)
 		if (*q != LRZ_BYTE)
@@ -369,7 +369,7 @@ static void debug_free(struct lentry *e)
 		}
 	}
 	erase(e);
-	live_add(-1, -(int64_t)(m.len - 2 * PAGE_SIZE_OS));
+	live_add(-1, -(int64_t)(m.len - 2 * sm_page_size));
 	struct lcached out = lquar[lquar_next];
 	lquar[lquar_next] = (struct lcached){.base = m.base, .len = m.len};
 	lquar_next = (lquar_next + 1) % LQUAR_SLOTS;
@@ -385,7 +385,7 @@ static void debug_free(struct lentry *e)
  * none before an aligned block, whose mapping is trimmed to its alignment). */
 static uintptr_t map_guarded(size_t len, size_t align, uint8_t *guard)
 {
-	size_t page = PAGE_SIZE_OS;
+	size_t page = sm_page_size;
 	if (align > page) {
 		char *p = sm_os_map_aligned(len + page, align);
 		if (!p)
@@ -413,7 +413,7 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 		return errno = ENOMEM, NULL;
 	if (sm_large_debug)
 		return debug_alloc(size, align); /* (fresh pages: zero) */
-	size_t len = size ? (size + PAGE_SIZE_OS - 1) & ~(PAGE_SIZE_OS - 1) : PAGE_SIZE_OS;
+	size_t len = size ? (size + sm_page_size - 1) & ~(sm_page_size - 1) : sm_page_size;
 	struct lcached drop[LARGE_DROP_MAX];
 	uintptr_t base = 0;
 
@@ -422,7 +422,7 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 	uint8_t guard = 0;
 	sm_lock(&large_lock);
 	unsigned nd = expire(drop, false);
-	if (align <= PAGE_SIZE_OS)
+	if (align <= sm_page_size)
 		base = cache_take(len, &have, &map, &guard);
 	sm_unlock(&large_lock);
 	unmap_all(drop, nd);
@@ -554,7 +554,7 @@ size_t sm_large_usable(const void *p)
  * aligned block that does not start its mapping, or mremap failed): the caller copies. */
 void *sm_large_realloc(void *p, size_t size)
 {
-	size_t len = (size + PAGE_SIZE_OS - 1) & ~(PAGE_SIZE_OS - 1);
+	size_t len = (size + sm_page_size - 1) & ~(sm_page_size - 1);
 	if (size > PTRDIFF_MAX - 2 * REGION_SIZE)
 		return NULL;
 	sm_lock(&large_lock);
@@ -586,7 +586,7 @@ void *sm_large_realloc(void *p, size_t size)
  * block (which is then *block, of *size bytes), or in a freed debug block. */
 int sm_large_fault(uintptr_t a, uintptr_t *block, size_t *size)
 {
-	const size_t page = PAGE_SIZE_OS;
+	const size_t page = sm_page_size;
 	const struct lentry *t = __atomic_load_n(&table, __ATOMIC_RELAXED);
 	size_t cap = __atomic_load_n(&table_cap, __ATOMIC_RELAXED);
 	for (size_t i = 0; t && i < cap; i++) {

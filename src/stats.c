@@ -156,7 +156,7 @@ static void row_of(const struct census *k, unsigned r, const struct cache *c,
 	o->num_objs = k->slabs[r] * c->objects;
 	o->objsize = c->debug ? c->osize : c->size;
 	o->objperslab = c->objects;
-	o->pagesperslab = (size_t)c->pages * (SPAGE_SIZE / PAGE_SIZE_OS);
+	o->pagesperslab = (size_t)c->pages * (SPAGE_SIZE / SLABINFO_PAGE);
 	o->num_slabs = k->slabs[r];
 	o->active_slabs = sat_sub(k->slabs[r], k->empty[r]);
 	const uint64_t *ev = k->ev[r];

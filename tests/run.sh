@@ -3,7 +3,8 @@
 # commands that are absent), configures `build` (release) if needed, builds with ninja, then runs
 # every test: the integration programs under LD_PRELOAD=build/preload/libslubmalloc.so with
 # SLUBMALLOC_EXPECT=1 and SLUBMALLOC_LIB set, tests/real_programs.sh, the bad-input suite, the
-# fuzzer (a minute), the sanitizer builds (tests/sanitize.sh), and every build/tests/**/unit_*
+# fuzzer (a minute), the aarch64 cross build under qemu-user (tests/cross.sh), the sanitizer
+# builds (tests/sanitize.sh), and every build/tests/**/unit_*
 # executable directly (no preload). Each test runs under `timeout`; one line per test:
 # `PASS name (secs)` or `FAIL name (exit code N)` followed by the last lines of its output
 # (full logs in build/test-logs/). The last line is exactly `N passed, M failed`; the exit status
@@ -151,6 +152,10 @@ run_test prof 0 bash tests/prof/prof.sh "$lib" build
 
 # the libFuzzer harness over the committed seed corpus, about a minute (tests/fuzz/run_fuzz.sh)
 run_test fuzz 0 bash tests/fuzz/run_fuzz.sh 60
+
+# aarch64: a cross build run under qemu-user at 4, 16 and 64 KiB pages, with and without LSE
+# (tests/cross.sh installs gcc-aarch64-linux-gnu and qemu-user-static)
+run_test cross_aarch64 0 bash tests/cross.sh aarch64
 
 # ThreadSanitizer and UBSan builds of the unit and stress tests, linked with the engine
 run_test sanitizers 0 bash tests/sanitize.sh

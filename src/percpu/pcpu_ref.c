@@ -77,7 +77,11 @@
 #include <stdlib.h>
 
 #include "percpu_internal.h"
+#if defined(__x86_64__)
 #include "rseq_x86_64.h"
+#else
+#include "rseq_none.h"
+#endif
 
 #define ATOMIC SLUB_PCPU_REF_ATOMIC
 #define DEAD SLUB_PCPU_REF_DEAD

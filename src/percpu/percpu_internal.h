@@ -45,7 +45,7 @@ static inline void pcpu_spin_lock(int *l)
 			return;
 		while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
 			if (spins++ < 100)
-				__asm__ __volatile__("pause" ::: "memory");
+				cpu_relax();
 			else
 				sm_os_yield();
 		}

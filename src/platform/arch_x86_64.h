@@ -1,5 +1,5 @@
 /* arch_x86_64.h: the processor layer: the 16-byte compare-and-swap (lock cmpxchg16b), pause,
- * the TSC, the AVX2 check, the thread pointer, and branch hints. Nothing here calls the OS.
+ * the TSC, the AVX2 check, and branch hints. Nothing here calls the OS.
  * Invariant: a word given to cas16() is 16-byte aligned (else the CPU raises #GP). */
 #ifndef SM_ARCH_X86_64_H
 #define SM_ARCH_X86_64_H
@@ -71,25 +71,6 @@ static inline bool cpu_has_avx2(void)
 		return false;
 	__asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
 	return b & (1u << 5);
-}
-
-/* The thread pointer: the x86-64 TLS ABI keeps its own value at %fs:0. An initial-exec TLS
- * variable sits at the same offset from it in every thread, so thread_pointer() + a stored
- * offset reaches the calling thread's copy with one load and one add (see slab->free_stack_off). */
-static inline char *thread_pointer(void)
-{
-	char *tp;
-	__asm__("mov %%fs:0, %0" : "=r"(tp));
-	return tp;
-}
-
-/* thread_pointer() + *off, as one load and one add from memory (written out: gcc otherwise
- * spends a register move on it in free()). */
-static inline char *thread_pointer_plus(const int64_t *off)
-{
-	char *p;
-	__asm__("mov %%fs:0, %0\n\tadd %1, %0" : "=&r"(p) : "m"(*off));
-	return p;
 }
 
 static inline uint64_t rdtsc(void)

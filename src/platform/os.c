@@ -130,6 +130,23 @@ void sm_os_on_fault(void (*h)(void *addr))
 	sigaction(SIGBUS, &sa, &fault_old[1]);
 }
 
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ATOMICS
+#define HWCAP_ATOMICS (1 << 8)
+#endif
+int sm_cpu_lse;
+
+void sm_os_cpu_init(void)
+{
+	sm_cpu_lse = (getauxval(AT_HWCAP) & HWCAP_ATOMICS) != 0;
+}
+#else
+void sm_os_cpu_init(void)
+{
+}
+#endif
+
 size_t sm_os_page_size(void)
 {
 	return (size_t)sysconf(_SC_PAGESIZE);

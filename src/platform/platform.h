@@ -1,6 +1,7 @@
 /* platform.h: the platform layer's contract. Everything the engine and the per-CPU code need
  * from the compiler, the CPU and the kernel is declared here, and nowhere else.
- * The CPU part is inline, in arch_x86_64.h (the 16-byte CAS, the thread pointer, CPU features).
+ * The CPU part is inline, in arch_x86_64.h or arch_aarch64.h (the 16-byte CAS, the spin hint,
+ * CPU features).
  * The OS part lives in os.c and rseq.c, the only files that make system calls.
  * Contract of the OS calls:
  *   - none allocates, takes a lock or is a cancellation point (raw system calls where libc's
@@ -16,7 +17,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#if defined(__x86_64__)
 #include "arch_x86_64.h"
+#elif defined(__aarch64__)
+#include "arch_aarch64.h"
+#else
+#error "slubmalloc builds for x86-64 and aarch64"
+#endif
 
 /* ---- the compiler ---- */
 #define SM_EXPORT __attribute__((visibility("default")))
@@ -36,7 +43,9 @@ void sm_os_unmap(void *p, size_t size);
 void sm_os_purge(void *p, size_t size);             /* the pages go back; the range stays */
 void *sm_os_remap(void *p, size_t old, size_t size); /* may move; the pages move along */
 void sm_os_hugepages(void *p, size_t size, bool on);  /* allow or refuse transparent huge pages */
-size_t sm_os_page_size(void);
+size_t sm_os_page_size(void);                       /* sysconf's: 4, 16 or 64 KiB */
+void sm_os_cpu_init(void);                          /* CPU features the arch header reads
+						     * (aarch64: LSE atomics) */
 
 /* ---- files and messages (os.c) ---- */
 bool sm_os_write(int fd, const void *buf, size_t n);              /* all of it, or false */

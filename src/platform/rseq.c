@@ -61,7 +61,11 @@ static int possible_cpus(void)
 static int this_thread_rseq_cpu(void)
 {
 	int c;
+#if defined(__x86_64__)
 	__asm__ __volatile__("movl %%fs:4(%1), %0" : "=r"(c) : "r"(__rseq_offset));
+#else
+	c = -1; /* the rseq sections are x86-64's: elsewhere the fallback, chosen at run time */
+#endif
 	return c;
 }
 

@@ -51,6 +51,9 @@ static void *pusher(void *arg)
 int main(void)
 {
 	sm_init();
+#if defined(__aarch64__) /* which CAS init chose from HWCAP_ATOMICS (tests/cross.sh runs both) */
+	printf("unit_cas: the 16-byte CAS is %s\n", sm_cpu_lse ? "LSE caspal" : "ldaxp/stlxp");
+#endif
 	struct cache *c = &sm_g.caches[sm_size_to_class(256)];
 	s = sm_slab_new(c);
 	CHECK(s, "no slab");
