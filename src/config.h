@@ -52,8 +52,9 @@
 						 * together, hold at most this many bytes of
 						 * objects: a class whose stacks would pass
 						 * it keeps cap_grown */
-#define SAMPLE_BATCH 32                         /* sampling (sample.c): a refill brings at most
-						 * this many; a held free stack of this many
+#define SAMPLE_BATCH 32                         /* sampling (sample.c): a first refill brings at
+						 * most this many (doubling with each refill
+						 * after); a held free stack of this many
 						 * becomes the allocation stack: a malloc/free
 						 * loop cycles through this many objects */
 #define SAMPLE_GAP_NS 10000000ull              /* KFENCE samples this far apart at least: each

@@ -190,8 +190,11 @@ void *sm_refill(struct tcache *tc, unsigned cls)
 								     * producer; larger refills */
 		sm_stacks_resize(tc, cls, c->cap_grown);
 	uint32_t want = stack_cap(b) / 2 ? stack_cap(b) / 2 : 1, got = 0;
-	if (unlikely(tc->smp_armed) && want > SAMPLE_BATCH)
-		want = SAMPLE_BATCH; /* (see swap_pays) */
+	if (unlikely(tc->smp_armed)) { /* SAMPLE_BATCH at first, doubling with each refill (a
+					* producer): a malloc/free loop swaps, and refills no more */
+		uint32_t r = tc->source[cls].refills, batch = SAMPLE_BATCH << (r < 6 ? r - 1 : 5);
+		want = want < batch ? want : batch;
+	}
 	if (!tc->source[cls].spill) /* another thread's full stack first: no links to follow */
 		got = sm_depot_take(cls, b->slots, want);
 	if (!got)
