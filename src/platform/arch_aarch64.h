@@ -8,28 +8,7 @@
 #ifndef SM_ARCH_AARCH64_H
 #define SM_ARCH_AARCH64_H
 
-#include <stdbool.h>
-#include <stdint.h>
-
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
-
-/* Two 64-bit halves updated together: a slab's {freelist, counters}. */
-typedef union dword {
-	struct {
-		uint64_t lo;
-		uint64_t hi;
-	};
-	unsigned __int128 whole;
-} __attribute__((aligned(16))) dword_t;
-
-#if defined(__SANITIZE_THREAD__)
-#define SM_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SM_TSAN 1
-#endif
-#endif
+#include "arch_common.h"
 
 #pragma GCC visibility push(hidden)
 extern int sm_cpu_lse; /* the CPU has LSE atomics (HWCAP_ATOMICS): os.c, at init */
