@@ -1,27 +1,33 @@
-/* sample.c: which allocations SLUBMALLOC_KFENCE samples (about one in N), with no work on the
- * fastpaths.
+/* sample.c: which allocations are sampled, with no work on the fastpaths: about one in N for
+ * SLUBMALLOC_KFENCE (kfence.c), about one per R bytes for SLUBMALLOC_PROF (prof.c).
  * A thread is armed or at rest. At rest it runs as if sampling were off.
  * Armed (tcache.smp_armed), each of its free stacks is held (its floor is lim), so malloc's
  * fastpath never pops it. So every allocation of a size class pops the allocation stack, whose
  * top counts them, reuse of a block just freed included.
- * Each class keeps the allocations left until its sample (struct source.kf_left), counted up
- * to smp_mark, the allocation stack's top then. When the sample is among the stack's objects,
- * the stack's floor is raised just above it. The fastpath stops there and calls sm_alloc_swap,
+ * Each class counts down to its samples: allocations for KFENCE (source.kf_left, geometric of
+ * mean N), bytes for the profiler (source.pf_left, exponential of mean R), counted up to
+ * smp_mark, the allocation stack's top then. When a sample is among the stack's objects, the
+ * stack's floor is raised just above it. The fastpath stops there and calls sm_alloc_swap,
  * which comes here (sm_sample_swap).
  * A held free stack becomes the allocation stack once it holds SAMPLE_BATCH objects (or a
- * quarter of its room; swap_pays, internal.h); before that, a refill of at most SAMPLE_BATCH
- * objects fills the allocation stack. So a malloc/free loop swaps once per SAMPLE_BATCH
- * allocations.
- * A sample costs two mprotects and two unwinds, so samples are at least SAMPLE_GAP_NS apart
- * in the process. After a sample, or one refused because the last was too recent, the thread
- * rests. Its first slow path SAMPLE_GAP_NS after the last sample arms it again: a swap, a
- * refill or a flush (sm_sample_wake). So a thread pays for counting only while armed, for
- * about N allocations after each gap. A thread that only reuses the blocks it frees, in a
- * tight malloc/free loop, takes no slow path and stays at rest.
+ * quarter of its room; swap_pays, internal.h); before that, a refill fills the allocation
+ * stack: SAMPLE_BATCH objects at first, twice as many at each refill after (tcache.c). So a
+ * malloc/free loop swaps once per SAMPLE_BATCH allocations.
+ * KFENCE: a sample costs two mprotects and two unwinds, so samples are at least SAMPLE_GAP_NS
+ * apart in the process. After a sample, or one refused because the last was too recent, the
+ * thread rests, unless the profiler is on. Its first slow path SAMPLE_GAP_NS after the last
+ * sample arms it again: a swap, a refill or a flush (sm_sample_wake). So a thread pays for
+ * counting only while armed, for about N allocations after each gap. A thread that only
+ * reuses the blocks it frees, in a tight malloc/free loop, takes no slow path and stays at
+ * rest.
+ * The profiler: a thread never rests. A sample drawn for a block of the class size is kept
+ * with probability p(request) / p(class size) (keep_for). Large, aligned and debug blocks
+ * count down the thread's pf_other (sm_sample_prof_due).
  * Every change of the allocation stack's array (a swap, a refill, a resize) arms it again.
  * Invariants: kf_left is 0 (not drawn yet) or the allocations until the sample, the sample
- * included; a floor raised for a sample is within the stack's objects; at rest, every
- * allocation stack's floor is slots. */
+ * included; pf_left is 0 (not drawn yet), the bytes until the sample, or -1 (due); a floor
+ * raised for a sample is within the stack's objects; at rest, every allocation stack's floor
+ * is slots. */
 #include <string.h>
 
 #include "fastpath.h"

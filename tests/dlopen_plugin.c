@@ -4,14 +4,18 @@
  * It uses the API of include/slubmalloc.h: bulk calls, a typed cache, per-CPU memory, a
  * pcpu_ref and a pcpu_counter. Each function returns the number of checks that failed. */
 #include <slubmalloc.h>
+#include <stddef.h>
 #include <string.h>
 
-static int released;
+/* A ref and its count of releases (two threads run plugin_run at once: nothing is shared). */
+struct counted {
+	struct pcpu_ref ref;
+	int released;
+};
 
 static void release(struct pcpu_ref *r)
 {
-	(void)r;
-	released++;
+	((struct counted *)(void *)((char *)r - offsetof(struct counted, ref)))->released++;
 }
 
 __attribute__((visibility("default"))) int plugin_run(void)
@@ -51,17 +55,16 @@ __attribute__((visibility("default"))) int plugin_run(void)
 		pcpu_counter_inc(&cnt);
 	bad += pcpu_counter_sum(&cnt) != 1000;
 	pcpu_counter_destroy(&cnt);
-	struct pcpu_ref ref;
-	released = 0;
-	bad += pcpu_ref_init(&ref, release, 0) != 0;
+	struct counted cr = {.released = 0};
+	bad += pcpu_ref_init(&cr.ref, release, 0) != 0;
 	for (int i = 0; i < 1000; i++)
-		pcpu_ref_get(&ref);
+		pcpu_ref_get(&cr.ref);
 	for (int i = 0; i < 1000; i++)
-		pcpu_ref_put(&ref);
-	pcpu_ref_kill(&ref); /* drops the initial reference: released once the count is 0 */
-	pcpu_ref_switch_to_atomic_sync(&ref);
-	bad += released != 1;
-	pcpu_ref_exit(&ref);
+		pcpu_ref_put(&cr.ref);
+	pcpu_ref_kill(&cr.ref); /* drops the initial reference: released once the count is 0 */
+	pcpu_ref_switch_to_atomic_sync(&cr.ref);
+	bad += cr.released != 1;
+	pcpu_ref_exit(&cr.ref);
 	return bad;
 }
 
