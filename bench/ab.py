@@ -20,7 +20,8 @@ def run_once(env_add, cmd, key):
     env = dict(os.environ)
     env.update(env_add)
     t0 = time.perf_counter()
-    out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    out = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL,
                          text=True, check=False).stdout
     wall = (time.perf_counter() - t0) * 1000.0
     if key != 'wall':
