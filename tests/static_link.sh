@@ -37,6 +37,22 @@ if [ "${allocs:-0}" -lt 64 ]; then
     echo "FAIL: SLUBMALLOC_STATS=1 counted ${allocs:-no} allocations in kmalloc-48"
     fail=1
 fi
+# The profiler and KFENCE start before the static libc has set up the loader's tables: their
+# first unwind must not abort (libgcc's unwinder did, at 0c03400).
+for opt in SLUBMALLOC_PROF=1 SLUBMALLOC_KFENCE=100; do
+    (cd "$dir" && env "$opt" SLUBMALLOC_PROF_SAMPLE=4096 ./prog >/dev/null 2>"$dir/opt.txt")
+    rc=$?
+    if [ "$rc" != 0 ]; then
+        echo "FAIL: under $opt the static program exited with $rc: $(head -c 300 "$dir/opt.txt")"
+        fail=1
+    fi
+done
+if ! head -n 1 "$dir"/slubmalloc.*.heap 2>/dev/null | grep -q '^heap profile: '; then
+    echo "FAIL: SLUBMALLOC_PROF=1 wrote no heap profile"
+    fail=1
+else
+    echo "static_link: SLUBMALLOC_PROF=1 and SLUBMALLOC_KFENCE=100 run; the profile: $(head -n 1 "$dir"/slubmalloc.*.heap)"
+fi
 if meson install -C "$build" --destdir "$dir/inst" --no-rebuild >/dev/null 2>&1; then
     a=$(find "$dir/inst" -name libslubmalloc.a | head -n 1)
     so=$(find "$dir/inst" -name 'libslubmalloc.so' | head -n 1)

@@ -62,6 +62,9 @@ void sm_os_on_fault(void (*h)(void *addr));
 /* unwind.c: up to max return addresses of the calling thread, the innermost skip frames left
  * out; returns how many. */
 int sm_os_backtrace(void **out, int max, int skip);
+/* cfi.c: the same from cached frame rules (x86-64), for callers that serialize their calls;
+ * -1: a frame it does not handle (libgcc's unwinder does) */
+int sm_cfi_backtrace(void **out, int max, int skip);
 /* unwind.c: the file of the module ip lies in, and ip's offset from its base; NULL: none */
 const char *sm_os_module(const void *ip, uintptr_t *offset);
 

@@ -1,6 +1,7 @@
-/* unwind.c: the calling thread's stack, as return addresses, from libgcc's DWARF unwinder
- * (_Unwind_Backtrace): programs and libraries built without frame pointers unwind too.
- * The unwinder finds frame tables through dl_iterate_phdr and allocates nothing for them.
+/* unwind.c: the calling thread's stack, as return addresses: from cfi.c's cached walker
+ * where it can (x86-64), else from libgcc's DWARF unwinder (_Unwind_Backtrace). Programs and
+ * libraries built without frame pointers unwind too.
+ * libgcc finds frame tables through _dl_find_object and allocates nothing for them.
  * Callers guard against re-entry: a malloc made from inside the unwinder must not unwind.
  * sm_os_module names the module an address lies in, for reports (dladdr: no allocation). */
 #define _GNU_SOURCE
@@ -31,9 +32,18 @@ static _Unwind_Reason_Code step(struct _Unwind_Context *ctx, void *arg)
 
 int sm_os_backtrace(void **out, int max, int skip)
 {
-	struct walk w = {out, 0, max, skip + 1}; /* (this function's own frame) */
-	if (max > 0)
-		_Unwind_Backtrace(step, &w);
+	if (max <= 0)
+		return 0;
+	int n = sm_cfi_backtrace(out, max, skip + 1); /* (this function's own frame) */
+	if (n >= 0)
+		return n;
+	/* Early in a static program's start, before the loader's tables are set up, libgcc's
+	 * unwinder would abort: no frames then. */
+	struct dl_find_object o;
+	if (_dl_find_object((void *)(uintptr_t)sm_os_backtrace, &o) != 0)
+		return 0;
+	struct walk w = {out, 0, max, skip + 1};
+	_Unwind_Backtrace(step, &w);
 	return w.n;
 }
 
