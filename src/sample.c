@@ -169,27 +169,25 @@ static bool pf_due(const struct source *src, uint32_t size)
 	return sm_opt.prof && src->pf_left && src->pf_left <= (int64_t)size;
 }
 
-/* The allocations of b until the next sample, the sample included (1: the next one). */
-static uint32_t until_sample(const struct source *src, uint32_t size)
+/* The allocations of b's class until the next sample, the sample included (1: the next one),
+ * when at most n; else more than n. (No division unless the profiler's sample is that near.) */
+static uint32_t until_sample(const struct source *src, uint32_t size, uint32_t n)
 {
 	uint32_t left = sm_kfence_every ? src->kf_left : UINT32_MAX;
-	if (sm_opt.prof) {
-		int64_t n = src->pf_left <= 0 ? 1 : (src->pf_left + size - 1) / size;
-		if (n < left)
-			left = (uint32_t)n;
+	if (sm_opt.prof && src->pf_left <= (int64_t)n * size) {
+		uint32_t k = src->pf_left <= 0 ? 1 : (uint32_t)((src->pf_left + size - 1) / size);
+		left = k < left ? k : left;
 	}
 	return left;
 }
 
-/* Count the allocations b's class made from b since the last count. */
-static void count(struct tcache *tc, struct source *src, const struct stack *b, uint32_t size)
+/* The allocations b's class made from b since the last count. */
+static uint32_t popped_since_mark(const struct source *src, const struct stack *b)
 {
 	uintptr_t m = (uintptr_t)src->smp_mark; /* (a mark in another array: not counted) */
-	consume(tc, src, size,
-		m > (uintptr_t)b->top && m <= (uintptr_t)b->lim
-			? (uint32_t)((m - (uintptr_t)b->top) / sizeof(void *))
-			: 0);
-	src->smp_mark = b->top;
+	return m > (uintptr_t)b->top && m <= (uintptr_t)b->lim
+		       ? (uint32_t)((m - (uintptr_t)b->top) / sizeof(void *))
+		       : 0;
 }
 
 /* Raise b's floor just above the next sample, if it is among b's objects. popped: objects the
@@ -199,7 +197,7 @@ static void arm(struct tcache *tc, struct source *src, struct stack *b, uint32_t
 	uint32_t size = sm_g.caches[src - tc->source].size;
 	consume(tc, src, size, popped);
 	src->smp_mark = b->top;
-	uint32_t n = stack_count(b), left = until_sample(src, size);
+	uint32_t n = stack_count(b), left = until_sample(src, size, n);
 	b->floor = left <= n ? b->top - (left - 1) : b->slots;
 }
 
@@ -275,9 +273,13 @@ void *sm_sample_swap(struct stack *b, size_t size, unsigned form)
 		return free_key_clear(*--b->top);
 	}
 	unsigned cls = (unsigned)(src - tc->source);
-	uint32_t csize = sm_g.caches[cls].size;
-	count(tc, src, b, csize);
-	if (b->top > b->slots && until_sample(src, csize) == 1) {
+	uint32_t csize = sm_g.caches[cls].size, popped = popped_since_mark(src, b);
+	if (b->top > b->slots) { /* stopped at the floor: the sample is due */
+		consume(tc, src, csize, popped);
+		src->smp_mark = b->top;
+		popped = 0;
+	}
+	if (b->top > b->slots && until_sample(src, csize, 1) == 1) {
 		void *k = NULL;
 		if (sm_kfence_every && src->kf_left == 1)
 			k = take(tc, src, size);
@@ -295,20 +297,21 @@ void *sm_sample_swap(struct stack *b, size_t size, unsigned form)
 			return k;
 		}
 	}
+	/* b is empty, or no sample was taken: pops of b's old array are counted with the one
+	 * below (arm) */
 	struct stack *f = free_stack_beside(b);
 	if (b->top == b->slots) {
-		if (!swap_pays(tc, f)) {
+		bool swapped = swap_pays(tc, f);
+		if (swapped && tc->held && csize < 64)
+			sm_sort_foreign(f); /* (class_swap's sorting, only where it is needed) */
+		if (!swapped || !stack_swap(b, f)) {
+			consume(tc, src, csize, popped);
+			src->smp_mark = b->top;
 			b->floor = b->slots;
 			return sm_alloc_slow(size, form); /* a refill, which arms b */
 		}
-		if (tc->held && sm_g.caches[b - tc->alloc_stack].size < 64)
-			sm_sort_foreign(f); /* (class_swap's sorting, only where it is needed) */
-		if (!stack_swap(b, f)) {
-			b->floor = b->slots;
-			return sm_alloc_slow(size, form);
-		}
 	}
 	void *p = *--b->top;
-	arm(tc, src, b, 1);
+	arm(tc, src, b, popped + 1);
 	return free_key_clear(p);
 }
