@@ -54,7 +54,9 @@ void sm_debug_setup(struct cache *c, unsigned flags)
 	memcpy(name, c->name, sizeof name);
 	uint32_t osize = c->size;
 	uint16_t cls = c->cls;
-	sm_cache_setup(c, name, DBG_RZ + osize + DBG_RZ + (uint32_t)sizeof(struct dmeta), cls);
+	/* a multiple of MIN_ALIGN: each slot's block (slot + DBG_RZ) is as aligned as malloc's */
+	uint32_t dsize = DBG_RZ + osize + DBG_RZ + (uint32_t)sizeof(struct dmeta);
+	sm_cache_setup(c, name, (dsize + MIN_ALIGN - 1) & ~(uint32_t)(MIN_ALIGN - 1), cls);
 	c->osize = osize;
 	c->debug = flags;
 	c->fpoff = DBG_RZ + osize + DBG_RZ + (uint32_t)offsetof(struct dmeta, fp);

@@ -124,6 +124,11 @@ for t in api_contract cxx_new stress_mt fork_test fork_stdio fork_signal stats_c
     run_test "$t" 1 "build/tests/$t"
 done
 run_test kfence_rate 1 env SLUBMALLOC_KFENCE=10000 build/tests/kfence_rate
+# The API's contract (alignment above all) with the blocks of debug caches and of profile
+# samples (their slots carry red zones and metadata: 8-aligned blocks before 2026-12-03)
+run_test api_contract_debug 1 env SLUBMALLOC_DEBUG=1 build/tests/api_contract
+run_test api_contract_prof 1 env SLUBMALLOC_PROF=1 SLUBMALLOC_PROF_SAMPLE=4096 \
+    SLUBMALLOC_PROF_FILE="$logdir/api_contract_prof" build/tests/api_contract
 # loaded with dlopen by a plugin linked with it, not preloaded
 run_test dlopen_api 0 build/tests/dlopen_api
 # linked statically (libslubmalloc.a) into a program, checked with SLUBMALLOC_STATS=1
