@@ -30,6 +30,45 @@ NEW(cxx_new_al_nothrow, "_ZnwmSt11align_val_tRKSt9nothrow_t", (size_t n, size_t 
 NEW(cxx_new_array_al_nothrow, "_ZnamSt11align_val_tRKSt9nothrow_t",
     (size_t n, size_t al, const void *t), ((void)t, sm_new_aligned(n, al, true)))
 
+/* With SLUBMALLOC_PROF=1, the plain and nothrow forms jump to these (sm_prof_entries). */
+static void *new_prof(size_t n)
+{
+	return sm_new_prof(n, false, FORM_NEW);
+}
+
+static void *new_array_prof(size_t n)
+{
+	return sm_new_prof(n, false, FORM_NEW_ARRAY);
+}
+
+static void *new_nothrow_prof(size_t n, const void *t)
+{
+	(void)t;
+	return sm_new_prof(n, true, FORM_NEW);
+}
+
+static void *new_array_nothrow_prof(size_t n, const void *t)
+{
+	(void)t;
+	return sm_new_prof(n, true, FORM_NEW_ARRAY);
+}
+
+SM_SELF_SYM(new_self, cxx_new, "_Znwm");
+SM_SELF_SYM(new_array_self, cxx_new_array, "_Znam");
+SM_SELF_SYM(new_nothrow_self, cxx_new_nothrow, "_ZnwmRKSt9nothrow_t");
+SM_SELF_SYM(new_array_nothrow_self, cxx_new_array_nothrow, "_ZnamRKSt9nothrow_t");
+
+__attribute__((constructor)) static void prof_entries(void)
+{
+	static void *const entry[][2] = {
+		{(void *)new_self, (void *)new_prof},
+		{(void *)new_array_self, (void *)new_array_prof},
+		{(void *)new_nothrow_self, (void *)new_nothrow_prof},
+		{(void *)new_array_nothrow_self, (void *)new_array_nothrow_prof},
+	};
+	sm_prof_entries(entry, sizeof entry / sizeof entry[0]);
+}
+
 DELETE(cxx_delete, "_ZdlPv", (void *p), sm_free_fast_form(p, FORM_NEW))
 DELETE(cxx_delete_array, "_ZdaPv", (void *p), sm_free_fast_form(p, FORM_NEW_ARRAY))
 DELETE(cxx_delete_sized, "_ZdlPvm", (void *p, size_t n), sm_free_sized_fast(p, n, FORM_NEW))

@@ -14,6 +14,20 @@ SM_EXPORT SM_FASTPATH_TEXT(4096) void *malloc(size_t size)
 	return sm_alloc_fast(size);
 }
 
+/* With SLUBMALLOC_PROF=1, malloc's first instruction becomes a jump here (sm_prof_entries). */
+static void *malloc_prof(size_t size)
+{
+	return sm_alloc_prof_form(size, FORM_C);
+}
+
+SM_SELF(malloc_self, malloc);
+
+__attribute__((constructor)) static void prof_entries(void)
+{
+	static void *const entry[][2] = {{(void *)malloc_self, (void *)malloc_prof}};
+	sm_prof_entries(entry, sizeof entry / sizeof entry[0]);
+}
+
 SM_EXPORT SM_FASTPATH_TEXT(64) void free(void *p)
 {
 	sm_free_fast(p);

@@ -12,6 +12,8 @@
  *                    (alloc.c)
  *                      -> sm_refill (tcache.c): spill chain, take-all, carve, partial slab,
  *                         new slab.
+ *   malloc(n) with SLUBMALLOC_PROF=1 (patched) -> sm_alloc_prof_form: the free stack too,
+ *                 counted down to the class's next sample -> sm_prof_direct_due (sample.c)
  *   free(p)    -> sm_free_fast: region byte, page descriptor, object check, free key
  *                 (internal.h). Then push p on the free stack of the slab's class, whichever
  *                 thread's slab it is from. The stack is the thread pointer +
@@ -111,10 +113,46 @@ static inline void sm_free_aligned_sized_fast(void *p, size_t size)
 	sm_free_sized(p, size, false, FORM_C);
 }
 
+/* malloc's fastpath with the profiler on, where the entries could be patched to it (sample.c,
+ * sm_prof_entries). The free stacks are held there, so sm_alloc_fast never pops them; this
+ * pops them anyway, the object freed last first, and counts the bytes down to the next
+ * sample, a countdown per class. The allocation stacks count their own (sample.c). Each
+ * allocation is counted once, by one of the two: both are exponential countdowns, so together
+ * they sample every byte at the same rate. An empty free stack: the allocation stack, as
+ * sm_alloc_fast_form pops it (a thread not set up has both empty). The countdown run out, or
+ * not drawn yet: sm_prof_direct_due. */
+static inline void *sm_alloc_prof_form(size_t size, unsigned form)
+{
+	if (likely(size - 1 < MAX_SMALL)) {
+		struct stack *b = alloc_stack_for(size), *f = free_stack_beside(b);
+		void **t = f->top;
+		if (likely(t > f->slots)) { /* (so the thread is set up: its cache is writable) */
+			if (unlikely((pf_count_beside(b)->left -= (int64_t)size) < 0)) /* redrawn */
+				return sm_prof_direct_due(size, form);
+			f->top = --t;
+			return free_key_clear(*t);
+		}
+		t = b->top; /* as sm_alloc_fast_form: the allocation stack counts its pops */
+		if (likely(t > b->floor)) {
+			b->top = --t;
+			return free_key_clear(*t);
+		}
+		return sm_alloc_swap(b, size, form);
+	}
+	return sm_alloc_slow(size, form);
+}
+
 /* operator new: malloc's fastpath, then the new-handler protocol (alloc.c). */
 static inline void *sm_new(size_t n, bool nothrow, unsigned form)
 {
 	void *p = sm_alloc_fast_form(n, form);
+	return likely(p) ? p : sm_new_failed(n, 0, nothrow, form);
+}
+
+/* operator new's counting form (sm_alloc_prof_form). */
+static inline void *sm_new_prof(size_t n, bool nothrow, unsigned form)
+{
+	void *p = sm_alloc_prof_form(n, form);
 	return likely(p) ? p : sm_new_failed(n, 0, nothrow, form);
 }
 

@@ -26,6 +26,19 @@
  * the uop cache and the branch predictors then stays put when other code grows or shrinks
  * (such a move, 0x140 -> 0x280 in the page, cost cfrac 5% on the 2-core VM) */
 #define SM_FASTPATH_TEXT(align) __attribute__((section(".text.hot.sm"), aligned(align)))
+/* This library's own definition of an exported function (the address of its code, never that
+ * of another module's which interposes it): local, a hidden alias of the symbol sym. */
+#if defined(__has_attribute) && __has_attribute(copy)
+#define SM_COPY_ATTRS(name) __attribute__((copy(name)))
+#else
+#define SM_COPY_ATTRS(name)
+#endif
+#define SM_STR(x) #x
+#define SM_XSTR(x) SM_STR(x)
+#define SM_SELF_SYM(local, name, sym)                                              \
+	extern __typeof__(name) local SM_COPY_ATTRS(name)                          \
+		__attribute__((alias(sym), visibility("hidden")))
+#define SM_SELF(local, name) SM_SELF_SYM(local, name, SM_XSTR(name))
 
 /* A test-and-test-and-set lock for slow paths only (partial lists, page runs, large table). */
 typedef struct {
@@ -147,6 +160,14 @@ struct cache {
 
 enum tstate { T_NEW = 0, T_LIVE = 1, T_DEAD = 2 };
 
+/* A class's countdown to its next sample, for the patched entries: bytes until the sample,
+ * less one (sample.c). The size of a stack (pf_count_beside). */
+struct pf_count {
+	int64_t left;
+	uint8_t drawn; /* left was drawn */
+	uint8_t pad[sizeof(struct stack) - sizeof(int64_t) - 1];
+};
+
 struct tcache {
 	/* malloc's fastpath pops free_stack first, then alloc_stack */
 	struct stack alloc_stack[NCLASS + 1];
@@ -158,6 +179,10 @@ struct tcache {
 	 * go back in batches. Closed (no room) with SLUBMALLOC_STATS=1: there the slabs point
 	 * free() here, to its counted slow path (slab.c). */
 	struct stack remote_stack[NCLASS + 1];
+	/* SLUBMALLOC_PROF with the patched entries: each class's free stack counts its bytes down
+	 * to its next sample (fastpath.h). A stack's size apart, as the stacks are, so that the
+	 * fastpath finds a class's countdown from its stack. */
+	struct pf_count pf_direct[NCLASS + 1];
 	struct source source[NCLASS]; /* slow path: what refills come from */
 	void **block;                 /* the memory of the size classes' slot arrays */
 	void **burst[NCLASS];         /* the arrays of alloc_stack[c] and free_stack[c] once grown
@@ -172,6 +197,7 @@ struct tcache {
 	uint64_t smp_rng;             /* its random numbers (sample.c) */
 	int64_t pf_other;             /* SLUBMALLOC_PROF: bytes of large, aligned and debug blocks
 				       * until their next sample (sample.c) */
+
 	/* Typed caches (typed.c): touched only inside slub_cache_* calls, which set sm_typed_in to
 	 * their cache meanwhile, and by slub_cache_destroy of another thread once it is not that
 	 * cache. */
@@ -246,6 +272,15 @@ static inline struct stack *free_stack_beside(struct stack *b)
 	return b + (offsetof(struct tcache, free_stack) - offsetof(struct tcache, alloc_stack)) /
 			   sizeof(struct stack);
 }
+/* The profiler's countdown of allocation stack b's class. */
+static inline struct pf_count *pf_count_beside(struct stack *b)
+{
+	_Static_assert(sizeof(struct pf_count) == sizeof(struct stack), "stack-sized");
+	return (struct pf_count *)(void *)(b + (offsetof(struct tcache, pf_direct) -
+						offsetof(struct tcache, alloc_stack)) /
+						       sizeof(struct stack));
+}
+
 /* stack_swap for a size class's stacks b (malloc's) and f = free_stack (the only way f's objects
  * become allocatable): in classes below a cache line, f's objects of slabs another thread froze
  * last (slab->subline_owner != the thread's id) first go to the remote_stack, so a thread never

@@ -23,6 +23,13 @@
  * The profiler: a thread never rests. A sample drawn for a block of the class size is kept
  * with probability p(request) / p(class size) (keep_for). Large, aligned and debug blocks
  * count down the thread's pf_other (sm_sample_prof_due).
+ * The profiler's patched entries: holding the free stacks costs a tight loop its freed-last
+ * reuse and a swap per SAMPLE_BATCH allocations. So at load, malloc and operator new (plain,
+ * array, nothrow) get a jump to their counting forms (sm_prof_entries): those pop the free
+ * stacks themselves and count the bytes down per class (pf_direct, fastpath.h). Not with
+ * KFENCE, debug caches or SLUBMALLOC_STATS=1, whose counts need every pop on the held
+ * stacks' paths. An entry not patched (the kernel refused, a second thread already ran) stays
+ * correct: its allocations are counted by the allocation stacks.
  * Every change of the allocation stack's array (a swap, a refill, a resize) arms it again.
  * Invariants: kf_left is 0 (not drawn yet) or the allocations until the sample, the sample
  * included; pf_left is 0 (not drawn yet), the bytes until the sample, or -1 (due); a floor
@@ -314,4 +321,50 @@ void *sm_sample_swap(struct stack *b, size_t size, unsigned form)
 	void *p = *--b->top;
 	arm(tc, src, b, popped + 1);
 	return free_key_clear(p);
+}
+
+/* sm_alloc_prof_form's countdown ran out: this allocation is the sample (a thread's first
+ * call only draws its countdown). Not set up, or inside the unwinder: sm_alloc_fast, whose
+ * allocation stacks count for themselves. */
+void *sm_prof_direct_due(size_t size, unsigned form)
+{
+	struct tcache *tc = sm_tcp;
+	if (tc->state != T_LIVE || sm_in_unwind)
+		return sm_alloc_fast_form(size, form);
+	struct stack *b = alloc_stack_for(size);
+	struct pf_count *pc = pf_count_beside(b);
+	if (!pc->drawn) {
+		pc->drawn = 1;
+		int64_t d = pf_draw(tc) - 1;
+		if (d >= (int64_t)size) {
+			pc->left = d - (int64_t)size;
+			return free_key_clear(*--free_stack_beside(b)->top); /* (the caller saw one) */
+		}
+	}
+	pc->left = pf_draw(tc) - 1; /* the next countdown starts after this block */
+	void *p = sm_prof_alloc((unsigned)(b - tc->alloc_stack), size, form);
+	return p ? p : sm_alloc_fast_form(size, form);
+}
+
+/* The patched entries count on the free stacks' pops themselves. KFENCE, debug caches and
+ * SLUBMALLOC_STATS=1 count on every pop being the held stacks' (or the slow paths'): there
+ * the entries stay as they are. So do they once a second thread has used malloc: it might
+ * run an entry while it is written. An entry left as it is stays correct: its allocations
+ * are counted by the allocation stacks. */
+void sm_prof_entries(void *const entry[][2], unsigned n)
+{
+	sm_init();
+	if (!sm_opt.prof || sm_kfence_every || sm_opt.debug || sm_opt.stats ||
+	    __atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED))
+		return;
+	unsigned done = 0;
+	for (unsigned i = 0; i < n; i++)
+		done += sm_os_patch_jump(entry[i][0], entry[i][1]);
+	if (sm_opt.verbose) {
+		sm_write(2, "slubmalloc: SLUBMALLOC_PROF: ");
+		sm_write_num(2, done, 10);
+		sm_write(2, " of ");
+		sm_write_num(2, n, 10);
+		sm_write(2, " entry points count bytes on the free stacks\n");
+	}
 }

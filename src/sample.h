@@ -13,6 +13,10 @@ void sm_sample_arm(struct stack *b, uint32_t popped); /* b changed: its floor to
 void sm_sample_wake(struct tcache *tc);    /* a slow path: arm tc once it has rested enough */
 bool sm_sample_prof_due(size_t bytes);     /* a large, aligned or debug block: sample it? */
 void sm_sample_skip(unsigned cls);         /* cls's last allocation was counted elsewhere */
+void *sm_prof_direct_due(size_t size, unsigned form); /* sm_alloc_prof_form's countdown ran out */
+/* SLUBMALLOC_PROF=1: each entry point entry[i][0] jumps to its counting form entry[i][1]
+ * (platform: sm_os_patch_jump), unless another option counts on the held free stacks alone */
+void sm_prof_entries(void *const entry[][2], unsigned n);
 
 /* "prof.c": the heap profiler's samples and their stacks, SLUBMALLOC_PROF=1 */
 struct prof_stack {

@@ -104,6 +104,36 @@ void *sm_os_remap(void *p, size_t old, size_t size)
 	return q == MAP_FAILED ? NULL : q;
 }
 
+/* A jump at from to to, written over from's first instruction bytes: the text page is made
+ * writable for the write and executable-only-again after it. Only while no other thread runs
+ * the code at from (the caller's rule). false: too far, or the kernel refused (W^X policies). */
+bool sm_os_patch_jump(void *from, const void *to)
+{
+#if defined(__x86_64__)
+	intptr_t rel = (intptr_t)to - ((intptr_t)from + 5);
+	if (rel != (int32_t)rel)
+		return false;
+	uint8_t code[5] = {0xe9}; /* jmp rel32 */
+	int32_t r32 = (int32_t)rel;
+	memcpy(code + 1, &r32, 4);
+#elif defined(__aarch64__)
+	intptr_t d = (intptr_t)to - (intptr_t)from;
+	if ((d & 3) || d < -(1 << 27) || d >= (1 << 27))
+		return false;
+	uint32_t insn = 0x14000000u | ((uint32_t)(d >> 2) & 0x03ffffffu); /* b imm26 */
+	uint8_t code[4];
+	memcpy(code, &insn, 4);
+#endif
+	uintptr_t page = sm_os_page_size(), a = (uintptr_t)from;
+	uintptr_t lo = a & ~(page - 1), hi = (a + sizeof code - 1 + page) & ~(page - 1);
+	if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC))
+		return false;
+	memcpy(from, code, sizeof code);
+	mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC);
+	__builtin___clear_cache((char *)from, (char *)from + sizeof code);
+	return true;
+}
+
 static void (*fault_hook)(void *addr);
 static struct sigaction fault_old[2]; /* SIGSEGV's and SIGBUS's handlers before ours */
 

@@ -55,6 +55,11 @@ int sm_os_dup(int fd);                 /* a close-on-exec copy, numbered 3 or mo
 void sm_os_close(int fd);
 bool sm_os_copy_file(const char *path, int fd); /* all of a /proc file onto fd */
 
+/* ---- code ---- */
+/* os.c: from's first instruction becomes a jump to to (the kernel's static keys, in user
+ * space); false: not done, from unchanged. No other thread may run the code at from meanwhile. */
+bool sm_os_patch_jump(void *from, const void *to);
+
 /* ---- faults and stacks ---- */
 /* os.c: on SIGSEGV and SIGBUS, call h(faulting address) first; when h returns, the handler the
  * program had before runs (or the default action: the fault kills). */

@@ -86,6 +86,18 @@ check "slub_prof_dump" "$sites" "$dir/dump/mid.heap" site_a $A 10
 check "slub_prof_dump" "$sites" "$dir/dump/mid.heap" site_b 0 0
 check "SLUBMALLOC_PROF_FILE" "$sites" "$dir/dump/end.heap" site_b $B 10
 
+# Blocks that malloc hands out again from the thread's free stack: on x86-64 and aarch64 malloc
+# and operator new are patched to count them (sm_prof_entries; SLUBMALLOC_VERBOSE=1 says so).
+run reuse SLUBMALLOC_VERBOSE=1 -- "$sites" reuse
+check reuse "$sites" "$(ls "$dir/reuse"/slubmalloc.*.heap)" site_u $A 10
+if grep -q "SLUBMALLOC_PROF: 1 of 1 entry points count bytes on the free stacks" "$dir/reuse/err.txt"; then
+    echo "ok   reuse: malloc counts the blocks of its free stacks itself (patched)"
+    pass=$((pass + 1))
+else
+    echo "FAIL reuse: malloc was not patched: $(grep SLUBMALLOC_PROF: "$dir/reuse/err.txt")"
+    fail=$((fail + 1))
+fi
+
 run interval SLUBMALLOC_PROF_INTERVAL=33554432 SLUBMALLOC_PROF_FILE=iv -- "$sites" main
 n=$(ls "$dir/interval"/iv.*.heap 2>/dev/null | wc -l)
 if [ "$n" -ge 3 ]; then
@@ -96,11 +108,18 @@ else
     fail=$((fail + 1))
 fi
 
-run cxx -- "$cxx"
+run cxx SLUBMALLOC_VERBOSE=1 -- "$cxx"
 f=$(ls "$dir/cxx"/slubmalloc.*.heap 2>/dev/null | head -n 1)
 check "C++ new" "$cxx" "$f" site_new $A 10
 check "C++ new" "$cxx" "$f" site_obj $B 10
 check "C++ new" "$cxx" "$f" site_tmp 0 0
+if grep -q "SLUBMALLOC_PROF: 4 of 4 entry points count bytes on the free stacks" "$dir/cxx/err.txt"; then
+    echo "ok   C++ new: operator new, new[] and their nothrow forms are patched"
+    pass=$((pass + 1))
+else
+    echo "FAIL C++ new: not patched: $(grep SLUBMALLOC_PROF: "$dir/cxx/err.txt")"
+    fail=$((fail + 1))
+fi
 
 run debug SLUBMALLOC_DEBUG=1 -- "$sites" main
 f=$(ls "$dir/debug"/slubmalloc.*.heap 2>/dev/null | head -n 1)

@@ -9,6 +9,8 @@
  *             nothing and returns: its profile has site_a only, the child's site_a and site_b
  *   realloc   site_r: 65536 blocks of 16 bytes grown by realloc to 1 KiB (64 MiB)
  *   memalign  site_m: 65536 blocks of 1 KiB from posix_memalign(64) (64 MiB)
+ *   reuse     site_u: 65536 blocks of 1 KiB (64 MiB), each the block of a malloc(1024) freed
+ *             just before: every block it keeps comes off the thread's free stack
  *   dump      site_a, then slub_prof_dump(argv[2]) (found with dlsym), then site_b
  * Each site keeps its blocks in a static array, so they are live at exit. */
 #include <dlfcn.h>
@@ -22,7 +24,7 @@
 #define NA 65536  /* 64 MiB in 1 KiB blocks */
 #define NB 167772 /* 16 MiB in 100-byte blocks */
 
-static void *a[NA], *b[NB], *r[NA], *m[NA];
+static void *a[NA], *b[NB], *r[NA], *m[NA], *u[NA];
 
 static void die(const char *what)
 {
@@ -46,6 +48,20 @@ __attribute__((noinline)) void site_b(size_t from, size_t to)
             die("malloc");
         else
             memset(b[i], 2, 64);
+}
+
+__attribute__((noinline)) void site_u(void)
+{
+    for (size_t i = 0; i < NA; i++) {
+        char *t = malloc(1024);
+        if (!t)
+            die("malloc");
+        memset(t, 4, 64);
+        free(t);
+        if (!(u[i] = malloc(1024)))
+            die("malloc");
+        memset(u[i], 5, 64);
+    }
 }
 
 __attribute__((noinline)) void site_c(void)
@@ -124,6 +140,8 @@ int main(int argc, char **argv)
         printf("child %d\n", (int)pid);
     } else if (!strcmp(mode, "realloc")) {
         site_r();
+    } else if (!strcmp(mode, "reuse")) {
+        site_u();
     } else if (!strcmp(mode, "memalign")) {
         site_m();
     } else if (!strcmp(mode, "dump") && argc > 2) {
