@@ -671,47 +671,7 @@ void sm_zero_free(void *p);                /* p in the range: reports a double o
 /* "report.c": the rest is in report.h */
 SM_NORETURN void sm_fatal_in(const char *what, const void *p, const struct cache *c);
 
-/* "stats.c": event counters, kept per thread (plain increments) only when SLUBMALLOC_STATS=1
- * and summed when read; each call site is on a slow path. Rows: size classes, then typed ids. */
-enum sm_event {
-	EV_ALLOC_SLOW,      /* malloc found its stack empty and refilled it */
-	EV_REFILL_TAKEALL,  /* a refill took the active slab's whole shared freelist (one cas16) */
-	EV_FREE_FAST,       /* free pushed the object onto the thread's own stack */
-	EV_FREE_REMOTE,     /* free straight to the object's slab (a thread without a cache, a
-			     * typed object) */
-	EV_CAS_RETRY,       /* a cas16 on a slab's word failed and was retried */
-	EV_SLAB_NEW,
-	EV_SLAB_FREE,
-	EV_ALLOC_FAST,      /* malloc served from the thread's stack */
-	EV_BYTES,           /* bytes asked for by those mallocs */
-	NEV
-};
-#define NROWS (NCLASS + MAX_TYPED)
-struct sm_tstats {
-	uint64_t ev[NROWS][NEV];
-};
-static inline unsigned sm_row(const struct cache *c)
-{
-	return c->cls < NCLASS ? c->cls : NCLASS + c->id;
-}
-void sm_count_slow(const struct cache *c, unsigned ev, uint64_t n);
-static inline void sm_count(const struct cache *c, unsigned ev, uint64_t n)
-{
-	if (unlikely(sm_opt.stats))
-		sm_count_slow(c, ev, n);
-}
-void sm_stats_thread_start(struct tcache *tc);
-void sm_stats_thread_exit(struct tcache *tc);  /* after it left the registry */
-void sm_stats_print(int fd);
-void sm_stats_after_fork(void);                /* a child: the scratch locks free */
-void sm_malloc_stats(void);                    /* glibc's malloc_stats (stderr) */
-int sm_malloc_info(int options, FILE *fp);     /* glibc's malloc_info (XML) */
-int sm_mallopt(int param, int value);          /* accepted, no effect */
-struct mallinfo2 sm_mallinfo2(void);
-struct mallinfo sm_mallinfo(void);
-extern uint64_t sm_stat_large;                 /* large allocations made (large lock) */
-extern uint64_t sm_stat_large_req;             /* bytes asked for by them (SLUBMALLOC_STATS) */
-extern uint64_t sm_trim_gen;                   /* malloc_trim calls so far (trim.c) */
+#include "stats.h"
 
 /* "trim.c": giving memory back on request */
 int sm_trim(void);                             /* malloc_trim(0): 1 when memory went back */
