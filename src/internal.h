@@ -164,8 +164,12 @@ enum tstate { T_NEW = 0, T_LIVE = 1, T_DEAD = 2 };
  * less one (sample.c). The size of a stack (pf_count_beside). */
 struct pf_count {
 	int64_t left;
-	uint8_t drawn; /* left was drawn */
-	uint8_t pad[sizeof(struct stack) - sizeof(int64_t) - 1];
+	void **floor;    /* they pop the free stack while top > floor: its slots, or its lim while
+			  * held for passive false sharing (sm_hold); set with the free stack's
+			  * own floor, after every change of its array (sm_free_stack_floor) */
+	uint8_t drawn;   /* left was drawn */
+	uint8_t held;    /* floor is lim (tcache.held, a sub-line class) */
+	uint8_t pad[sizeof(struct stack) - sizeof(int64_t) - sizeof(void **) - 2];
 };
 
 struct tcache {
@@ -280,17 +284,26 @@ static inline struct pf_count *pf_count_beside(struct stack *b)
 						offsetof(struct tcache, alloc_stack)) /
 						       sizeof(struct stack));
 }
+/* The free stack beside allocation stack b has a new array: the patched entries' floor follows. */
+static inline void pf_floor_follow(struct stack *b)
+{
+	struct pf_count *pc = pf_count_beside(b);
+	struct stack *f = free_stack_beside(b);
+	pc->floor = pc->held ? f->lim : f->slots;
+}
 
 /* stack_swap for a size class's stacks b (malloc's) and f = free_stack (the only way f's objects
  * become allocatable): in classes below a cache line, f's objects of slabs another thread froze
  * last (slab->subline_owner != the thread's id) first go to the remote_stack, so a thread never
  * reuses a small object next to ones another thread writes (passive false sharing). Returns
- * whether b has objects now. */
+ * whether b has objects now. Size classes only: a typed cache's stacks use stack_swap. */
 static inline bool class_swap(struct stack *b, struct stack *f)
 {
 	if (class_needs_sort(f))
 		sm_sort_foreign(f);
-	return stack_swap(b, f);
+	bool r = stack_swap(b, f);
+	pf_floor_follow(b);
+	return r;
 }
 
 /* Run-time options (options.c): defaults, then the environment, read once at init. */

@@ -311,7 +311,10 @@ void *sm_sample_swap(struct stack *b, size_t size, unsigned form)
 		bool swapped = swap_pays(tc, f);
 		if (swapped && tc->held && csize < 64)
 			sm_sort_foreign(f); /* (class_swap's sorting, only where it is needed) */
-		if (!swapped || !stack_swap(b, f)) {
+		bool any = swapped && stack_swap(b, f);
+		if (swapped)
+			pf_floor_follow(b);
+		if (!any) {
 			consume(tc, src, csize, popped);
 			src->smp_mark = b->top;
 			b->floor = b->slots;

@@ -90,7 +90,10 @@ void sm_hold(struct tcache *tc)
 void sm_free_stack_floor(struct tcache *tc, unsigned cls)
 {
 	struct stack *f = &tc->free_stack[cls];
-	f->floor = tc->smp_armed || (tc->held && sm_g.caches[cls].size < 64) ? f->lim : f->slots;
+	struct pf_count *pc = &tc->pf_direct[cls];
+	pc->held = tc->held && sm_g.caches[cls].size < 64;
+	f->floor = tc->smp_armed || pc->held ? f->lim : f->slots;
+	pc->floor = pc->held ? f->lim : f->slots;
 }
 
 /* f (a held sub-line free_stack of the calling thread) is about to become malloc's stack: its
@@ -220,7 +223,8 @@ size_t sm_take_n(struct cache *c, uint16_t owner, struct stack *b, struct stack 
 		sm_copy_ptrs(out + got, b->top, k);
 		if ((got += k) == n)
 			return n;
-		if (f && class_swap(b, f)) /* the free stack's objects next (typed: key 0) */
+		if (f && (c->cls < NCLASS ? class_swap(b, f) : stack_swap(b, f))) /* the free
+									* stack's objects next */
 			continue;
 		uint32_t cap = stack_cap(b);
 		if (n - got < cap) { /* refill the stack by half and go round */

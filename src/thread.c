@@ -83,6 +83,7 @@ static void setup(struct tcache *tc, void **blk)
 				stack_close(stacks[k]);
 			blk += (k < 2 ? sm_g.caches[i].cap_grown : sm_g.caches[i].cap) + 1;
 		}
+		sm_free_stack_floor(tc, i);
 	}
 	tc->state = T_LIVE;
 	if (__atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED))
