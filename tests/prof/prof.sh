@@ -19,6 +19,19 @@ megabytes() {
         awk -v f="$3" '$6 == f || $6 == f"()" { print $1; found = 1 } END { if (!found) print 0 }'
 }
 
+# verdict NAME OK-TEXT FAIL-TEXT COMMAND...: one check, passed when COMMAND succeeds
+verdict() {
+    local name=$1 ok=$2 bad=$3
+    shift 3
+    if "$@"; then
+        echo "ok   $name: $ok"
+        pass=$((pass + 1))
+    else
+        echo "FAIL $name: $bad"
+        fail=$((fail + 1))
+    fi
+}
+
 # check NAME PROG FILE FUNCTION MB TOLERANCE(%): MB 0 means "nothing at all"
 check() {
     local name=$1 prog=$2 file=$3 fn=$4 want=$5 tol=$6 got
@@ -90,36 +103,23 @@ check "SLUBMALLOC_PROF_FILE" "$sites" "$dir/dump/end.heap" site_b $B 10
 # and operator new are patched to count them (sm_prof_entries; SLUBMALLOC_VERBOSE=1 says so).
 run reuse SLUBMALLOC_VERBOSE=1 -- "$sites" reuse
 check reuse "$sites" "$(ls "$dir/reuse"/slubmalloc.*.heap)" site_u $A 10
-if grep -q "SLUBMALLOC_PROF: 1 of 1 entry points count bytes on the free stacks" "$dir/reuse/err.txt"; then
-    echo "ok   reuse: malloc counts the blocks of its free stacks itself (patched)"
-    pass=$((pass + 1))
-else
-    echo "FAIL reuse: malloc was not patched: $(grep SLUBMALLOC_PROF: "$dir/reuse/err.txt")"
-    fail=$((fail + 1))
-fi
+verdict reuse "malloc counts the blocks of its free stacks itself (patched)" \
+    "malloc was not patched: $(grep SLUBMALLOC_PROF: "$dir/reuse/err.txt")" \
+    grep -q "SLUBMALLOC_PROF: 1 of 1 entry points count bytes on the free stacks" "$dir/reuse/err.txt"
 
 run interval SLUBMALLOC_PROF_INTERVAL=33554432 SLUBMALLOC_PROF_FILE=iv -- "$sites" main
 n=$(ls "$dir/interval"/iv.*.heap 2>/dev/null | wc -l)
-if [ "$n" -ge 3 ]; then
-    echo "ok   SLUBMALLOC_PROF_INTERVAL: $n profiles for about 144 MiB allocated, one per 32 MiB"
-    pass=$((pass + 1))
-else
-    echo "FAIL SLUBMALLOC_PROF_INTERVAL: $n profiles, expected 3 or more"
-    fail=$((fail + 1))
-fi
+verdict SLUBMALLOC_PROF_INTERVAL "$n profiles for about 144 MiB allocated, one per 32 MiB" \
+    "$n profiles, expected 3 or more" [ "$n" -ge 3 ]
 
 run cxx SLUBMALLOC_VERBOSE=1 -- "$cxx"
 f=$(ls "$dir/cxx"/slubmalloc.*.heap 2>/dev/null | head -n 1)
 check "C++ new" "$cxx" "$f" site_new $A 10
 check "C++ new" "$cxx" "$f" site_obj $B 10
 check "C++ new" "$cxx" "$f" site_tmp 0 0
-if grep -q "SLUBMALLOC_PROF: 4 of 4 entry points count bytes on the free stacks" "$dir/cxx/err.txt"; then
-    echo "ok   C++ new: operator new, new[] and their nothrow forms are patched"
-    pass=$((pass + 1))
-else
-    echo "FAIL C++ new: not patched: $(grep SLUBMALLOC_PROF: "$dir/cxx/err.txt")"
-    fail=$((fail + 1))
-fi
+verdict "C++ new" "operator new, new[] and their nothrow forms are patched" \
+    "not patched: $(grep SLUBMALLOC_PROF: "$dir/cxx/err.txt")" \
+    grep -q "SLUBMALLOC_PROF: 4 of 4 entry points count bytes on the free stacks" "$dir/cxx/err.txt"
 
 run debug SLUBMALLOC_DEBUG=1 -- "$sites" main
 f=$(ls "$dir/debug"/slubmalloc.*.heap 2>/dev/null | head -n 1)
