@@ -116,12 +116,12 @@ static inline void sm_free_aligned_sized_fast(void *p, size_t size)
 /* malloc's fastpath with the profiler on, where the entries could be patched to it (sample.c,
  * sm_prof_entries). The free stacks are held there, so sm_alloc_fast never pops them; this
  * pops them anyway down to pf_count.floor, the object freed last first, and counts the bytes
- * down to the next sample, a countdown per class. A sub-line class's free stack held for
- * passive false sharing (sm_hold) it leaves alone, as sm_alloc_fast does. The allocation stacks count their own (sample.c). Each
- * allocation is counted once, by one of the two: both are exponential countdowns, so together
- * they sample every byte at the same rate. An empty free stack: the allocation stack, as
- * sm_alloc_fast_form pops it (a thread not set up has both empty). The countdown run out, or
- * not drawn yet: sm_prof_direct_due. */
+ * down to the next sample, a countdown per class. A sub-line class's free stack held against
+ * passive false sharing (sm_hold) it leaves alone, as sm_alloc_fast does. The allocation
+ * stacks count their own (sample.c). Each allocation is counted once, by one of the two:
+ * both are exponential countdowns, so together they sample every byte at the same rate. An
+ * empty free stack: the allocation stack, as sm_alloc_fast_form pops it (a thread not set up
+ * has both empty). The countdown run out, or not drawn yet: sm_prof_direct_due. */
 static inline void *sm_alloc_prof_form(size_t size, unsigned form)
 {
 	if (likely(size - 1 < MAX_SMALL)) {

@@ -223,8 +223,8 @@ size_t sm_take_n(struct cache *c, uint16_t owner, struct stack *b, struct stack 
 		sm_copy_ptrs(out + got, b->top, k);
 		if ((got += k) == n)
 			return n;
-		if (f && (c->cls < NCLASS ? class_swap(b, f) : stack_swap(b, f))) /* the free
-									* stack's objects next */
+		/* the free stack's objects next (a typed cache's: no sorting, no profiler floor) */
+		if (f && (c->cls < NCLASS ? class_swap(b, f) : stack_swap(b, f)))
 			continue;
 		uint32_t cap = stack_cap(b);
 		if (n - got < cap) { /* refill the stack by half and go round */
