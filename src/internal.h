@@ -168,7 +168,7 @@ struct pf_count {
 			  * held for passive false sharing (sm_hold); set with the free stack's
 			  * own floor, after every change of its array (sm_free_stack_floor) */
 	uint8_t drawn;   /* left was drawn */
-	uint8_t held;    /* floor is lim (tcache.held, a sub-line class) */
+	uint8_t held;    /* floor is lim: tcache.held and a sub-line class (class_swap sorts) */
 	uint8_t pad[sizeof(struct stack) - sizeof(int64_t) - sizeof(void **) - 2];
 };
 
@@ -264,12 +264,6 @@ static inline bool swap_pays(const struct tcache *tc, const struct stack *f)
 	return !tc->smp_armed || n >= SAMPLE_BATCH || n * 4 >= stack_cap(f);
 }
 
-/* Whether free_stack f must be sorted before its objects become allocatable (class_swap). */
-static inline bool class_needs_sort(const struct stack *f)
-{
-	return unlikely(stack_held(f));
-}
-
 /* The free stack of the same class as the allocation stack b. */
 static inline struct stack *free_stack_beside(struct stack *b)
 {
@@ -284,14 +278,6 @@ static inline struct pf_count *pf_count_beside(struct stack *b)
 						offsetof(struct tcache, alloc_stack)) /
 						       sizeof(struct stack));
 }
-/* The free stack beside allocation stack b has a new array: the patched entries' floor follows. */
-static inline void pf_floor_follow(struct stack *b)
-{
-	struct pf_count *pc = pf_count_beside(b);
-	struct stack *f = free_stack_beside(b);
-	pc->floor = pc->held ? f->lim : f->slots;
-}
-
 /* stack_swap for a size class's stacks b (malloc's) and f = free_stack (the only way f's objects
  * become allocatable): in classes below a cache line, f's objects of slabs another thread froze
  * last (slab->subline_owner != the thread's id) first go to the remote_stack, so a thread never
@@ -299,10 +285,11 @@ static inline void pf_floor_follow(struct stack *b)
  * whether b has objects now. Size classes only: a typed cache's stacks use stack_swap. */
 static inline bool class_swap(struct stack *b, struct stack *f)
 {
-	if (class_needs_sort(f))
+	struct pf_count *pc = pf_count_beside(b);
+	if (unlikely(pc->held)) /* (not a stack held only for sampling) */
 		sm_sort_foreign(f);
 	bool r = stack_swap(b, f);
-	pf_floor_follow(b);
+	pc->floor = pc->held ? f->lim : f->slots; /* the patched entries' floor follows */
 	return r;
 }
 

@@ -308,13 +308,7 @@ void *sm_sample_swap(struct stack *b, size_t size, unsigned form)
 	 * below (arm) */
 	struct stack *f = free_stack_beside(b);
 	if (b->top == b->slots) {
-		bool swapped = swap_pays(tc, f);
-		if (swapped && tc->held && csize < 64)
-			sm_sort_foreign(f); /* (class_swap's sorting, only where it is needed) */
-		bool any = swapped && stack_swap(b, f);
-		if (swapped)
-			pf_floor_follow(b);
-		if (!any) {
+		if (!swap_pays(tc, f) || !class_swap(b, f)) {
 			consume(tc, src, csize, popped);
 			src->smp_mark = b->top;
 			b->floor = b->slots;

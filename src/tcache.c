@@ -96,14 +96,12 @@ void sm_free_stack_floor(struct tcache *tc, unsigned cls)
 	pc->floor = pc->held ? f->lim : f->slots;
 }
 
-/* f (a held sub-line free_stack of the calling thread) is about to become malloc's stack: its
- * objects of slabs another thread froze last go to the remote_stack (sent back to their slabs
- * when it is full or closed), the others keep their order. */
+/* f (a held sub-line free_stack of the calling thread, pf_count.held) is about to become
+ * malloc's stack: its objects of slabs another thread froze last go to the remote_stack (sent
+ * back to their slabs when it is full or closed), the others keep their order. */
 void sm_sort_foreign(struct stack *f)
 {
 	uint16_t id = sm_tcp->id;
-	if (!sm_tcp->held || sm_g.caches[f - sm_tcp->free_stack].size >= 64)
-		return; /* held only for sampling (sample.c) */
 	struct stack *r = f + (offsetof(struct tcache, remote_stack) -
 			       offsetof(struct tcache, free_stack)) /
 				    sizeof(struct stack);
