@@ -5,11 +5,14 @@ Usage: bench/ab.py [--rounds N] [--key KEY] --setup NAME=ENV ... -- PROGRAM ARGS
 Each setup is a name and space-separated VAR=VALUE pairs that are added to the environment
 (LD_PRELOAD=... for another allocator or build; '-' for none). Rounds alternate the setups, so
 the machine's noise falls on all of them alike. The figure of a run is the RESULT line's KEY
-(ns_per_op, ms, ops_per_s, ...), or the wall time in ms when KEY is 'wall' or missing.
+(ns_per_op, ms, ops_per_s, ...), or the wall time in ms when KEY is 'wall' or missing, or the
+process's CPU time in ms (user + system, all its threads) when KEY is 'cpu': on a shared machine
+it leaves out the time the program waited for a CPU.
 Prints each setup's median and its ratio to the first setup's (above 1: slower than the first,
 for times; for rates the ratio is first/setup, so above 1 is slower too)."""
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -20,10 +23,14 @@ def run_once(env_add, cmd, key):
     env = dict(os.environ)
     env.update(env_add)
     t0 = time.perf_counter()
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL,
                          text=True, check=False).stdout
     wall = (time.perf_counter() - t0) * 1000.0
+    if key == 'cpu':
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1000.0
     if key != 'wall':
         m = re.search(r'\b' + re.escape(key) + r'=([0-9.]+)', out)
         if m:

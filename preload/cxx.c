@@ -58,16 +58,13 @@ SM_SELF_SYM(new_array_self, cxx_new_array, "_Znam");
 SM_SELF_SYM(new_nothrow_self, cxx_new_nothrow, "_ZnwmRKSt9nothrow_t");
 SM_SELF_SYM(new_array_nothrow_self, cxx_new_array_nothrow, "_ZnamRKSt9nothrow_t");
 
-__attribute__((constructor)) static void prof_entries(void)
-{
-	static void *const entry[][2] = {
-		{(void *)new_self, (void *)new_prof},
-		{(void *)new_array_self, (void *)new_array_prof},
-		{(void *)new_nothrow_self, (void *)new_nothrow_prof},
-		{(void *)new_array_nothrow_self, (void *)new_array_nothrow_prof},
-	};
-	sm_prof_entries(entry, sizeof entry / sizeof entry[0]);
-}
+/* Patched with malloc's (override.c). */
+void *const sm_cxx_prof_entry[4][2] = {
+	{(void *)new_self, (void *)new_prof},
+	{(void *)new_array_self, (void *)new_array_prof},
+	{(void *)new_nothrow_self, (void *)new_nothrow_prof},
+	{(void *)new_array_nothrow_self, (void *)new_array_nothrow_prof},
+};
 
 DELETE(cxx_delete, "_ZdlPv", (void *p), sm_free_fast_form(p, FORM_NEW))
 DELETE(cxx_delete_array, "_ZdaPv", (void *p), sm_free_fast_form(p, FORM_NEW_ARRAY))

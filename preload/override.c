@@ -22,10 +22,14 @@ static void *malloc_prof(size_t size)
 
 SM_SELF(malloc_self, malloc);
 
+/* With SLUBMALLOC_PROF=1: malloc's entry and operator new's (cxx.c), patched all together. */
 __attribute__((constructor)) static void prof_entries(void)
 {
-	static void *const entry[][2] = {{(void *)malloc_self, (void *)malloc_prof}};
-	sm_prof_entries(entry, sizeof entry / sizeof entry[0]);
+	void *entry[5][2] = {{(void *)malloc_self, (void *)malloc_prof}};
+	unsigned n = 1;
+	for (unsigned i = 0; sm_cxx_prof_entry && i < 4; i++, n++)
+		entry[n][0] = sm_cxx_prof_entry[i][0], entry[n][1] = sm_cxx_prof_entry[i][1];
+	sm_prof_entries((void *const(*)[2])entry, n);
 }
 
 SM_EXPORT SM_FASTPATH_TEXT(64) void free(void *p)

@@ -222,7 +222,7 @@ void *sm_calloc(size_t n, size_t size)
 			sm_init();
 		return alloc_large(total, 0, true);
 	}
-	void *p = sm_alloc_fast(total);
+	void *p = sm_alloc_counted(total);
 	if (p)
 		memset(p, 0, total);
 	return p;
@@ -231,7 +231,7 @@ void *sm_calloc(size_t n, size_t size)
 void *sm_realloc(void *p, size_t size)
 {
 	if (!p)
-		return sm_alloc_fast(size);
+		return sm_alloc_counted(size);
 	if (size == 0) {
 		sm_free_fast(p);
 		return NULL;
@@ -249,7 +249,7 @@ void *sm_realloc(void *p, size_t size)
 			return q;
 		}
 	}
-	void *q = sm_alloc_fast(size);
+	void *q = sm_alloc_counted(size);
 	if (!q)
 		return NULL;
 	memcpy(q, p, old < size ? old : size);
@@ -261,7 +261,7 @@ void *sm_realloc(void *p, size_t size)
 void *sm_memalign(size_t align, size_t size)
 {
 	if (align <= MIN_ALIGN)
-		return sm_alloc_fast(size);
+		return sm_alloc_counted(size);
 	if (align > SIZE_MAX / 2 + 1)
 		return errno = EINVAL, NULL;
 	if (align & (align - 1))
@@ -348,7 +348,9 @@ SM_COLD void *sm_new_failed(size_t n, size_t align, bool nothrow, unsigned form)
 			sm_fatal("operator new", NULL, "failed and std::bad_alloc cannot be thrown");
 		}
 		h();
-		void *p = align ? sm_memalign(align, n) : sm_alloc_fast_form(n, form);
+		void *p = align            ? sm_memalign(align, n)
+			  : sm_prof_direct ? sm_alloc_prof_form(n, form)
+					   : sm_alloc_fast_form(n, form);
 		if (p)
 			return p;
 	}

@@ -138,8 +138,8 @@ static __attribute__((noinline)) size_t one_slow(size_t size, void **ptrs)
 	return 1;
 }
 
-/* n != 1 objects: n from the top of the thread's stack in one copy (inline for short arrays,
- * else a tail call). */
+/* n objects (n != 1, or any n prof_bulk counted): n from the top of the thread's stack in
+ * one copy (inline for short arrays, else a tail call). */
 static __attribute__((noinline)) size_t many(size_t size, size_t n, void **ptrs)
 {
 	if (likely(size - 1 < MAX_SMALL && ptrs)) {
@@ -161,9 +161,23 @@ static __attribute__((noinline)) size_t many(size_t size, size_t n, void **ptrs)
 	return malloc_bulk_slow(size, n, ptrs);
 }
 
+/* The profiler's patched mode (sample.c): the objects are counted as malloc counts them, all at
+ * once; one at a time, in malloc's counting form, when the countdown runs out among them. */
+static SM_COLD size_t prof_bulk(size_t size, size_t n, void **ptrs)
+{
+	if (size - 1 >= MAX_SMALL || !ptrs || !n || sm_prof_count_n(size, n))
+		return many(size, n, ptrs);
+	for (size_t i = 0; i < n; i++)
+		if (!(ptrs[i] = sm_alloc_prof_form(size, FORM_C)))
+			return bulk_fail(i, ptrs);
+	return n;
+}
+
 /* One object as malloc's fastpath takes it, straight through; any other n: a tail call. */
 SM_EXPORT SM_HOT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 {
+	if (unlikely(sm_prof_direct))
+		return prof_bulk(size, n, ptrs);
 	if (unlikely(n != 1))
 		return many(size, n, ptrs);
 	if (likely(size - 1 < MAX_SMALL && ptrs)) {

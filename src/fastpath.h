@@ -12,7 +12,7 @@
  *                    (alloc.c)
  *                      -> sm_refill (tcache.c): spill chain, take-all, carve, partial slab,
  *                         new slab.
- *   malloc(n) with SLUBMALLOC_PROF=1 (patched) -> sm_alloc_prof_form: the free stack too,
+ *   malloc(n) with SLUBMALLOC_PROF=1 (patched) -> sm_alloc_prof_form: the same pops, each
  *                 counted down to the class's next sample -> sm_prof_direct_due (sample.c)
  *   free(p)    -> sm_free_fast: region byte, page descriptor, object check, free key
  *                 (internal.h). Then push p on the free stack of the slab's class, whichever
@@ -113,35 +113,41 @@ static inline void sm_free_aligned_sized_fast(void *p, size_t size)
 	sm_free_sized(p, size, false, FORM_C);
 }
 
-/* malloc's fastpath with the profiler on, where the entries could be patched to it (sample.c,
- * sm_prof_entries). The free stacks are held there, so sm_alloc_fast never pops them; this
- * pops them anyway down to pf_count.floor, the object freed last first, and counts the bytes
- * down to the next sample, a countdown per class. A sub-line class's free stack held against
- * passive false sharing (sm_hold) it leaves alone, as sm_alloc_fast does. The allocation
- * stacks count their own (sample.c). Each allocation is counted once, by one of the two:
- * both are exponential countdowns, so together they sample every byte at the same rate. An
- * empty free stack: the allocation stack, as sm_alloc_fast_form pops it (a thread not set up
- * has both empty). The countdown run out, or not drawn yet: sm_prof_direct_due. */
+/* malloc's fastpath in the profiler's patched mode (sample.c, sm_prof_entries): each pop,
+ * free stack or allocation stack, counts its bytes down to its class's next sample. Thread
+ * not set up: both stacks are empty, and sm_prof_direct_swap counts. The countdown run out, or
+ * not drawn yet: sm_prof_direct_due. */
 static inline void *sm_alloc_prof_form(size_t size, unsigned form)
 {
 	if (likely(size - 1 < MAX_SMALL)) {
 		struct stack *b = alloc_stack_for(size), *f = free_stack_beside(b);
 		struct pf_count *pc = pf_count_beside(b);
 		void **t = f->top;
-		if (likely(t > pc->floor)) { /* (so the thread is set up: its cache is writable) */
-			if (unlikely((pc->left -= (int64_t)size) < 0)) /* redrawn */
+		if (likely(t > f->floor)) { /* (so the thread is set up: its cache is writable) */
+			if (unlikely((pc->left -= (int64_t)size) < 0))
 				return sm_prof_direct_due(size, form);
 			f->top = --t;
 			return free_key_clear(*t);
 		}
-		t = b->top; /* as sm_alloc_fast_form: the allocation stack counts its pops */
+		t = b->top;
 		if (likely(t > b->floor)) {
+			if (unlikely((pc->left -= (int64_t)size) < 0))
+				return sm_prof_direct_due(size, form);
 			b->top = --t;
 			return free_key_clear(*t);
 		}
-		return sm_alloc_swap(b, size, form);
+		return sm_prof_direct_swap(b, size, form);
 	}
 	return sm_alloc_slow(size, form);
+}
+
+/* The small allocations of the entries that are not patched (calloc, realloc, memalign):
+ * counted in patched mode. */
+static inline void *sm_alloc_counted(size_t size)
+{
+	if (unlikely(sm_prof_direct))
+		return sm_alloc_prof_form(size, FORM_C);
+	return sm_alloc_fast(size);
 }
 
 /* operator new: malloc's fastpath, then the new-handler protocol (alloc.c). */

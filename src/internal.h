@@ -160,16 +160,14 @@ struct cache {
 
 enum tstate { T_NEW = 0, T_LIVE = 1, T_DEAD = 2 };
 
-/* A class's countdown to its next sample, for the patched entries: bytes until the sample,
- * less one (sample.c). The size of a stack (pf_count_beside). */
+/* A class's countdown to its next sample, in the profiler's patched mode: bytes until the
+ * sample, less one (sample.c). The size of a stack (pf_count_beside). */
 struct pf_count {
 	int64_t left;
-	void **floor;    /* they pop the free stack while top > floor: its slots, or its lim while
-			  * held for passive false sharing (sm_hold); set with the free stack's
-			  * own floor, after every change of its array (sm_free_stack_floor) */
 	uint8_t drawn;   /* left was drawn */
-	uint8_t held;    /* floor is lim: tcache.held and a sub-line class (class_swap sorts) */
-	uint8_t pad[sizeof(struct stack) - sizeof(int64_t) - sizeof(void **) - 2];
+	uint8_t held;    /* the free stack is held: tcache.held and a sub-line class (class_swap
+			  * sorts it) */
+	uint8_t pad[sizeof(struct stack) - sizeof(int64_t) - 2];
 };
 
 struct tcache {
@@ -183,9 +181,9 @@ struct tcache {
 	 * go back in batches. Closed (no room) with SLUBMALLOC_STATS=1: there the slabs point
 	 * free() here, to its counted slow path (slab.c). */
 	struct stack remote_stack[NCLASS + 1];
-	/* SLUBMALLOC_PROF with the patched entries: each class's free stack counts its bytes down
-	 * to its next sample (fastpath.h). A stack's size apart, as the stacks are, so that the
-	 * fastpath finds a class's countdown from its stack. */
+	/* SLUBMALLOC_PROF's patched mode: each class counts its bytes down to its next sample
+	 * (fastpath.h). A stack's size apart, as the stacks are, so that the fastpath finds a
+	 * class's countdown from its stack. */
 	struct pf_count pf_direct[NCLASS + 1];
 	struct source source[NCLASS]; /* slow path: what refills come from */
 	void **block;                 /* the memory of the size classes' slot arrays */
@@ -288,9 +286,7 @@ static inline bool class_swap(struct stack *b, struct stack *f)
 	struct pf_count *pc = pf_count_beside(b);
 	if (unlikely(pc->held)) /* (not a stack held only for sampling) */
 		sm_sort_foreign(f);
-	bool r = stack_swap(b, f);
-	pc->floor = pc->held ? f->lim : f->slots; /* the patched entries' floor follows */
-	return r;
+	return stack_swap(b, f);
 }
 
 #include "options.h"

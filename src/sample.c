@@ -23,13 +23,15 @@
  * The profiler: a thread never rests. A sample drawn for a block of the class size is kept
  * with probability p(request) / p(class size) (keep_for). Large, aligned and debug blocks
  * count down the thread's pf_other (sm_sample_prof_due).
- * The profiler's patched entries: holding the free stacks costs a tight loop its freed-last
- * reuse and a swap per SAMPLE_BATCH allocations. So at load, malloc and operator new (plain,
- * array, nothrow) get a jump to their counting forms (sm_prof_entries): those pop the free
- * stacks themselves and count the bytes down per class (pf_direct, fastpath.h). Not with
- * KFENCE, debug caches or SLUBMALLOC_STATS=1, whose counts need every pop on the held
- * stacks' paths. An entry not patched (the kernel refused, a second thread already ran) stays
- * correct: its allocations are counted by the allocation stacks.
+ * The profiler's patched mode: armed, a thread holds its free stacks, which costs a tight
+ * loop its freed-last reuse and a swap per SAMPLE_BATCH allocations, and each swap counts.
+ * So at load, malloc and operator new (plain, array, nothrow) get a jump to their counting
+ * forms (sm_prof_entries), all of them or none. Those count every pop's bytes down to the
+ * class's next sample (pf_direct, fastpath.h); calloc, realloc, memalign and malloc_bulk count
+ * the same way (sm_alloc_counted, sm_prof_count_n). So no thread is armed, and the free
+ * stacks are popped as unset. Not with KFENCE, debug caches or SLUBMALLOC_STATS=1, whose
+ * counts need every pop on the held stacks' paths. Not patched (the kernel refused, a second
+ * thread already ran, the old code still runs): threads are armed, as with KFENCE.
  * Every change of the allocation stack's array (a swap, a refill, a resize) arms it again.
  * Invariants: kf_left is 0 (not drawn yet) or the allocations until the sample, the sample
  * included; pf_left is 0 (not drawn yet), the bytes until the sample, or -1 (due); a floor
@@ -320,13 +322,14 @@ void *sm_sample_swap(struct stack *b, size_t size, unsigned form)
 	return free_key_clear(p);
 }
 
-/* sm_alloc_prof_form's countdown ran out: this allocation is the sample (a thread's first
- * call only draws its countdown). Not set up, or inside the unwinder: sm_alloc_fast, whose
- * allocation stacks count for themselves. */
+/* Patched mode: the allocation of size bytes whose bytes ran its class's countdown out (or a
+ * thread's first of the class, which only draws the countdown) is the sample. Its thread is
+ * set up (the caller counted on it). Inside the unwinder: not sampled, the countdown stays
+ * run out. */
 void *sm_prof_direct_due(size_t size, unsigned form)
 {
 	struct tcache *tc = sm_tcp;
-	if (tc->state != T_LIVE || sm_in_unwind)
+	if (sm_in_unwind)
 		return sm_alloc_fast_form(size, form);
 	struct stack *b = alloc_stack_for(size);
 	struct pf_count *pc = pf_count_beside(b);
@@ -335,7 +338,7 @@ void *sm_prof_direct_due(size_t size, unsigned form)
 		int64_t d = pf_draw(tc) - 1;
 		if (d >= (int64_t)size) {
 			pc->left = d - (int64_t)size;
-			return free_key_clear(*--free_stack_beside(b)->top); /* (the caller saw one) */
+			return sm_alloc_fast_form(size, form);
 		}
 	}
 	pc->left = pf_draw(tc) - 1; /* the next countdown starts after this block */
@@ -343,25 +346,92 @@ void *sm_prof_direct_due(size_t size, unsigned form)
 	return p ? p : sm_alloc_fast_form(size, form);
 }
 
-/* The patched entries count on the free stacks' pops themselves. KFENCE, debug caches and
- * SLUBMALLOC_STATS=1 count on every pop being the held stacks' (or the slow paths'): there
- * the entries stay as they are. So do they once a second thread has used malloc: it might
- * run an entry while it is written. An entry left as it is stays correct: its allocations
- * are counted by the allocation stacks. */
+/* Patched mode: both of b's stacks are empty (or the free stack held). Counted, then
+ * sm_alloc_swap. A thread's first allocation sets it up there: that block goes on its free
+ * stack and is taken again, counted. */
+void *sm_prof_direct_swap(struct stack *b, size_t size, unsigned form)
+{
+	if (sm_tcp->state == T_LIVE) {
+		if ((pf_count_beside(b)->left -= (int64_t)size) < 0)
+			return sm_prof_direct_due(size, form);
+		return sm_alloc_swap(b, size, form);
+	}
+	void *p = sm_alloc_swap(b, size, form);
+	if (!p || sm_tcp->state != T_LIVE)
+		return p; /* (a thread without a cache is not sampled) */
+	sm_free_fast(p);
+	return sm_alloc_prof_form(size, form);
+}
+
+bool sm_prof_count_n(size_t size, size_t n)
+{
+	size_t bytes;
+	if (sm_tcp->state != T_LIVE || __builtin_mul_overflow(size, n, &bytes) || bytes > INT64_MAX)
+		return false;
+	struct pf_count *pc = pf_count_beside(alloc_stack_for(size));
+	if (pc->left < (int64_t)bytes)
+		return false;
+	pc->left -= (int64_t)bytes;
+	return true;
+}
+
+int sm_prof_direct;
+static struct {
+	void *at;
+	uint8_t saved[SM_PATCH_LEN];
+} patched[8];
+
+/* Whether malloc's entry (entry, patched) runs its counting form: one allocation of 16 bytes
+ * must draw its class's countdown. Not so under valgrind without --smc-check=all, which runs
+ * the code it translated before the patch. */
+static bool patch_shows(void *entry)
+{
+	void *p = ((void *(*)(size_t))entry)(16);
+	bool drawn = sm_tcp->state == T_LIVE && pf_count_beside(alloc_stack_for(16))->drawn;
+	sm_free_fast(p);
+	return drawn;
+}
+
+/* Patched mode: every allocating entry counts its own small allocations on pf_direct: malloc
+ * and operator new (plain, array, nothrow) in their counting forms, the others through
+ * sm_alloc_counted and sm_prof_count_n. So no thread is armed, and the swaps count nothing.
+ * Not with KFENCE, debug caches or SLUBMALLOC_STATS=1, which count on every pop being the
+ * held stacks' (or the slow paths'). Nor once a second thread has used malloc: it might run an
+ * entry while it is written. All or none: an entry that cannot be patched undoes the others,
+ * and the allocation stacks count, armed, as without patching. entry[0] is malloc's. */
 void sm_prof_entries(void *const entry[][2], unsigned n)
 {
 	sm_init();
-	if (!sm_opt.prof || sm_kfence_every || sm_opt.debug || sm_opt.stats ||
+	if (!sm_opt.prof || sm_kfence_every || sm_opt.debug || sm_opt.stats || sm_prof_direct ||
+	    !n || n > sizeof patched / sizeof patched[0] ||
 	    __atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED))
 		return;
 	unsigned done = 0;
-	for (unsigned i = 0; i < n; i++)
-		done += sm_os_patch_jump(entry[i][0], entry[i][1]);
+	while (done < n && sm_os_patch_jump(entry[done][0], entry[done][1], patched[done].saved))
+		patched[done].at = entry[done][0], done++;
+	struct tcache *tc = sm_tcp;
+	if (done == n) {
+		sm_prof_direct = 1;
+		sm_sampling = 0;
+		if (tc->state == T_LIVE && tc->smp_armed)
+			set_armed(tc, false);
+		if (!patch_shows(entry[0][0])) {
+			sm_prof_direct = 0;
+			sm_sampling = 1;
+		}
+	}
+	if (!sm_prof_direct) {
+		while (done)
+			done--, sm_os_patch_undo(patched[done].at, patched[done].saved);
+		tc = sm_tcp;
+		if (tc->state == T_LIVE && !tc->smp_armed)
+			set_armed(tc, true);
+	}
 	if (sm_opt.verbose) {
 		sm_write(2, "slubmalloc: SLUBMALLOC_PROF: ");
 		sm_write_num(2, done, 10);
 		sm_write(2, " of ");
 		sm_write_num(2, n, 10);
-		sm_write(2, " entry points count bytes on the free stacks\n");
+		sm_write(2, " entry points count their allocations\n");
 	}
 }

@@ -13,10 +13,17 @@ void sm_sample_arm(struct stack *b, uint32_t popped); /* b changed: its floor to
 void sm_sample_wake(struct tcache *tc);    /* a slow path: arm tc once it has rested enough */
 bool sm_sample_prof_due(size_t bytes);     /* a large, aligned or debug block: sample it? */
 void sm_sample_skip(unsigned cls);         /* cls's last allocation was counted elsewhere */
-void *sm_prof_direct_due(size_t size, unsigned form); /* sm_alloc_prof_form's countdown ran out */
 /* SLUBMALLOC_PROF=1: each entry point entry[i][0] jumps to its counting form entry[i][1]
- * (platform: sm_os_patch_jump), unless another option counts on the held free stacks alone */
+ * (platform: sm_os_patch_jump), all or none, unless another option counts on the held free
+ * stacks. Done: patched mode, sm_prof_direct. */
 void sm_prof_entries(void *const entry[][2], unsigned n);
+extern int sm_prof_direct;                 /* patched mode: each entry counts its allocations */
+void *sm_prof_direct_due(size_t size, unsigned form); /* sm_alloc_prof_form's countdown ran out */
+void *sm_prof_direct_swap(struct stack *b, size_t size, unsigned form); /* its stacks are empty */
+bool sm_prof_count_n(size_t size, size_t n); /* n small blocks counted; false: not, one by one */
+/* The operator new family's entries and counting forms (preload/cxx.c; weak: a static link
+ * may leave the C++ names out) */
+extern void *const sm_cxx_prof_entry[4][2] __attribute__((weak));
 
 /* "prof.c": the heap profiler's samples and their stacks, SLUBMALLOC_PROF=1 */
 struct prof_stack {

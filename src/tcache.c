@@ -93,7 +93,6 @@ void sm_free_stack_floor(struct tcache *tc, unsigned cls)
 	struct pf_count *pc = &tc->pf_direct[cls];
 	pc->held = tc->held && sm_g.caches[cls].size < 64;
 	f->floor = tc->smp_armed || pc->held ? f->lim : f->slots;
-	pc->floor = pc->held ? f->lim : f->slots;
 }
 
 /* f (a held sub-line free_stack of the calling thread, pf_count.held) is about to become

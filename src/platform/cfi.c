@@ -4,8 +4,8 @@
  * about 2,000 instructions a frame. Here the rule of a return address is worked out once and
  * cached: the caller's frame address (CFA) is rsp or rbp plus an offset; the return address
  * and rbp were saved at offsets from it. A cached frame costs a lookup and two loads.
- * Each frame's module and frame table come from _dl_find_object (glibc 2.35): no lock, no
- * allocation.
+ * A frame's module and frame table come from _dl_find_object (glibc 2.35): no lock, no
+ * allocation. Not for a frame of this library, or of the module the walk found last.
  * Anything else gives up (-1) and the caller walks with libgcc: a signal frame, a CFA given by
  * an expression or by another register, a frame table in another layout, an address in no
  * module's table (code registered at run time).
@@ -214,7 +214,7 @@ advance:
 
 /* The rule of the frame whose code address is target (the return address less one), from
  * the module's .eh_frame_hdr. */
-static uint8_t work_out(const uint8_t *hdr, uintptr_t target, struct rule *out)
+static __attribute__((noinline, cold)) uint8_t work_out(const uint8_t *hdr, uintptr_t target, struct rule *out)
 {
 	if (hdr[0] != 1 || hdr[3] != 0x3b) /* version 1, table of datarel sdata4 pairs */
 		return K_GIVE_UP;
@@ -311,16 +311,41 @@ static uint8_t work_out(const uint8_t *hdr, uintptr_t target, struct rule *out)
 	return K_STEP;
 }
 
-/* The rule of return address pc, cached; NULL: give up. */
-static const struct rule *rule_for(uintptr_t pc)
+/* A module's mapping and frame table. */
+struct module {
+	uintptr_t lo, hi;
+	const void *table;
+};
+static struct module self; /* this library's: never unloaded (-z nodelete, or the program) */
+
+/* The frame table of return address pc's module, or NULL. Without _dl_find_object when pc is
+ * in this library or in last, the module of the walk's last lookup: a frame on the stack
+ * keeps its module loaded, so last is still that module. */
+static const void *table_for(uintptr_t pc, struct module *last)
 {
+	uintptr_t a = pc - 1;
+	if (a - self.lo < self.hi - self.lo)
+		return self.table;
+	if (a - last->lo < last->hi - last->lo)
+		return last->table;
 	struct dl_find_object o;
-	if (_dl_find_object((void *)(pc - 1), &o) != 0 || !o.dlfo_eh_frame)
+	if (_dl_find_object((void *)a, &o) != 0 || !o.dlfo_eh_frame)
+		return NULL;
+	*last = (struct module){(uintptr_t)o.dlfo_map_start, (uintptr_t)o.dlfo_map_end,
+				o.dlfo_eh_frame};
+	return o.dlfo_eh_frame;
+}
+
+/* The rule of return address pc, cached; NULL: give up. */
+static const struct rule *rule_for(uintptr_t pc, struct module *last)
+{
+	const void *table = table_for(pc, last);
+	if (!table)
 		return NULL;
 	struct rule *e = &cache[(pc * 0x9e3779b97f4a7c15ULL) >> 52];
-	if (e->pc != pc || e->table != o.dlfo_eh_frame || e->kind == K_EMPTY) {
-		struct rule n = {.pc = pc, .table = o.dlfo_eh_frame};
-		n.kind = work_out(o.dlfo_eh_frame, pc - 1, &n);
+	if (e->pc != pc || e->table != table || e->kind == K_EMPTY) {
+		struct rule n = {.pc = pc, .table = table};
+		n.kind = work_out(table, pc - 1, &n);
 		*e = n;
 	}
 	return e->kind == K_GIVE_UP ? NULL : e;
@@ -328,13 +353,22 @@ static const struct rule *rule_for(uintptr_t pc)
 
 __attribute__((noinline, no_sanitize_address)) int sm_cfi_backtrace(void **out, int max, int skip)
 {
+	if (!self.table) {
+		struct dl_find_object o;
+		if (_dl_find_object((void *)(uintptr_t)sm_cfi_backtrace, &o) != 0 ||
+		    !o.dlfo_eh_frame)
+			return -1;
+		self = (struct module){(uintptr_t)o.dlfo_map_start, (uintptr_t)o.dlfo_map_end,
+				       o.dlfo_eh_frame};
+	}
 	/* This function has a frame pointer (__builtin_frame_address): its caller's state at
 	 * the return is rsp = rbp + 16, rbp = the saved rbp, pc = the return address. */
 	const uintptr_t *fp = __builtin_frame_address(0);
 	uintptr_t rsp = (uintptr_t)(fp + 2), rbp = fp[0], pc = fp[1];
+	struct module last = {0, 0, NULL};
 	int n = 0;
 	while (pc && n < max) {
-		const struct rule *r = rule_for(pc);
+		const struct rule *r = rule_for(pc, &last);
 		if (!r)
 			return -1;
 		if (skip > 0)

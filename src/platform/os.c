@@ -104,16 +104,30 @@ void *sm_os_remap(void *p, size_t old, size_t size)
 	return q == MAP_FAILED ? NULL : q;
 }
 
-/* A jump at from to to, written over from's first instruction bytes: the text page is made
- * writable for the write and executable-only-again after it. Only while no other thread runs
- * the code at from (the caller's rule). false: too far, or the kernel refused (W^X policies). */
-bool sm_os_patch_jump(void *from, const void *to)
+/* n bytes of code written at at: the text page is made writable for the write and
+ * executable-only-again after it. Only while no other thread runs that code (the caller's
+ * rule). false: the kernel refused (W^X policies). */
+static bool write_code(void *at, const void *code, size_t n)
+{
+	uintptr_t page = sm_os_page_size(), a = (uintptr_t)at;
+	uintptr_t lo = a & ~(page - 1), hi = (a + n - 1 + page) & ~(page - 1);
+	if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC))
+		return false;
+	memcpy(at, code, n);
+	mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC);
+	__builtin___clear_cache((char *)at, (char *)at + n);
+	return true;
+}
+
+/* A jump at from to to, written over from's first instruction bytes, which go to saved
+ * (SM_PATCH_LEN of them) for sm_os_patch_undo. false: too far, or the kernel refused. */
+bool sm_os_patch_jump(void *from, const void *to, uint8_t saved[SM_PATCH_LEN])
 {
 #if defined(__x86_64__)
 	intptr_t rel = (intptr_t)to - ((intptr_t)from + 5);
 	if (rel != (int32_t)rel)
 		return false;
-	uint8_t code[5] = {0xe9}; /* jmp rel32 */
+	uint8_t code[SM_PATCH_LEN] = {0xe9}; /* jmp rel32 */
 	int32_t r32 = (int32_t)rel;
 	memcpy(code + 1, &r32, 4);
 #elif defined(__aarch64__)
@@ -121,17 +135,16 @@ bool sm_os_patch_jump(void *from, const void *to)
 	if ((d & 3) || d < -(1 << 27) || d >= (1 << 27))
 		return false;
 	uint32_t insn = 0x14000000u | ((uint32_t)(d >> 2) & 0x03ffffffu); /* b imm26 */
-	uint8_t code[4];
+	uint8_t code[SM_PATCH_LEN];
 	memcpy(code, &insn, 4);
 #endif
-	uintptr_t page = sm_os_page_size(), a = (uintptr_t)from;
-	uintptr_t lo = a & ~(page - 1), hi = (a + sizeof code - 1 + page) & ~(page - 1);
-	if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC))
-		return false;
-	memcpy(from, code, sizeof code);
-	mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC);
-	__builtin___clear_cache((char *)from, (char *)from + sizeof code);
-	return true;
+	memcpy(saved, from, SM_PATCH_LEN);
+	return write_code(from, code, SM_PATCH_LEN);
+}
+
+bool sm_os_patch_undo(void *at, const uint8_t saved[SM_PATCH_LEN])
+{
+	return write_code(at, saved, SM_PATCH_LEN);
 }
 
 static void (*fault_hook)(void *addr);

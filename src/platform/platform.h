@@ -57,8 +57,15 @@ bool sm_os_copy_file(const char *path, int fd); /* all of a /proc file onto fd *
 
 /* ---- code ---- */
 /* os.c: from's first instruction becomes a jump to to (the kernel's static keys, in user
- * space); false: not done, from unchanged. No other thread may run the code at from meanwhile. */
-bool sm_os_patch_jump(void *from, const void *to);
+ * space), its bytes kept in saved; false: not done, from unchanged. sm_os_patch_undo writes
+ * them back. No other thread may run the code at from meanwhile. */
+#if defined(__x86_64__)
+#define SM_PATCH_LEN 5 /* jmp rel32 */
+#else
+#define SM_PATCH_LEN 4 /* b imm26 */
+#endif
+bool sm_os_patch_jump(void *from, const void *to, uint8_t saved[SM_PATCH_LEN]);
+bool sm_os_patch_undo(void *at, const uint8_t saved[SM_PATCH_LEN]);
 
 /* ---- faults and stacks ---- */
 /* os.c: on SIGSEGV and SIGBUS, call h(faulting address) first; when h returns, the handler the

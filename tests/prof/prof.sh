@@ -99,13 +99,19 @@ check "slub_prof_dump" "$sites" "$dir/dump/mid.heap" site_a $A 10
 check "slub_prof_dump" "$sites" "$dir/dump/mid.heap" site_b 0 0
 check "SLUBMALLOC_PROF_FILE" "$sites" "$dir/dump/end.heap" site_b $B 10
 
-# Blocks that malloc hands out again from the thread's free stack: on x86-64 and aarch64 malloc
-# and operator new are patched to count them (sm_prof_entries; SLUBMALLOC_VERBOSE=1 says so).
+# Blocks handed out again from the thread's free stack: on x86-64 and aarch64 malloc and
+# operator new are patched to count them, and the other entries count too (sm_prof_entries;
+# SLUBMALLOC_VERBOSE=1 says so).
+patched="SLUBMALLOC_PROF: 5 of 5 entry points count their allocations"
 run reuse SLUBMALLOC_VERBOSE=1 -- "$sites" reuse
 check reuse "$sites" "$(ls "$dir/reuse"/slubmalloc.*.heap)" site_u $A 10
-verdict reuse "malloc counts the blocks of its free stacks itself (patched)" \
-    "malloc was not patched: $(grep SLUBMALLOC_PROF: "$dir/reuse/err.txt")" \
-    grep -q "SLUBMALLOC_PROF: 1 of 1 entry points count bytes on the free stacks" "$dir/reuse/err.txt"
+verdict reuse "malloc and operator new are patched" \
+    "not patched: $(grep SLUBMALLOC_PROF: "$dir/reuse/err.txt")" \
+    grep -q "$patched" "$dir/reuse/err.txt"
+run calloc -- "$sites" calloc
+check calloc "$sites" "$(ls "$dir/calloc"/slubmalloc.*.heap)" site_z $A 10
+run bulk -- "$sites" bulk
+check malloc_bulk "$sites" "$(ls "$dir/bulk"/slubmalloc.*.heap)" site_k $A 10
 
 run interval SLUBMALLOC_PROF_INTERVAL=33554432 SLUBMALLOC_PROF_FILE=iv -- "$sites" main
 n=$(ls "$dir/interval"/iv.*.heap 2>/dev/null | wc -l)
@@ -119,7 +125,7 @@ check "C++ new" "$cxx" "$f" site_obj $B 10
 check "C++ new" "$cxx" "$f" site_tmp 0 0
 verdict "C++ new" "operator new, new[] and their nothrow forms are patched" \
     "not patched: $(grep SLUBMALLOC_PROF: "$dir/cxx/err.txt")" \
-    grep -q "SLUBMALLOC_PROF: 4 of 4 entry points count bytes on the free stacks" "$dir/cxx/err.txt"
+    grep -q "$patched" "$dir/cxx/err.txt"
 
 run debug SLUBMALLOC_DEBUG=1 -- "$sites" main
 f=$(ls "$dir/debug"/slubmalloc.*.heap 2>/dev/null | head -n 1)

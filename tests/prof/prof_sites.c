@@ -11,6 +11,9 @@
  *   memalign  site_m: 65536 blocks of 1 KiB from posix_memalign(64) (64 MiB)
  *   reuse     site_u: 65536 blocks of 1 KiB (64 MiB), each the block of a malloc(1024) freed
  *             just before: every block it keeps comes off the thread's free stack
+ *   calloc    site_z: the same with calloc
+ *   bulk      site_k: 64 MiB of 1 KiB blocks from malloc_bulk (found with dlsym), 16 at a time,
+ *             each batch after a batch of 16 freed
  *   dump      site_a, then slub_prof_dump(argv[2]) (found with dlsym), then site_b
  * Each site keeps its blocks in a static array, so they are live at exit. */
 #include <dlfcn.h>
@@ -24,7 +27,7 @@
 #define NA 65536  /* 64 MiB in 1 KiB blocks */
 #define NB 167772 /* 16 MiB in 100-byte blocks */
 
-static void *a[NA], *b[NB], *r[NA], *m[NA], *u[NA];
+static void *a[NA], *b[NB], *r[NA], *m[NA], *u[NA], *z[NA], *k[NA];
 
 static void die(const char *what)
 {
@@ -61,6 +64,35 @@ __attribute__((noinline)) void site_u(void)
         if (!(u[i] = malloc(1024)))
             die("malloc");
         memset(u[i], 5, 64);
+    }
+}
+
+__attribute__((noinline)) void site_z(void)
+{
+    for (size_t i = 0; i < NA; i++) {
+        char *t = calloc(1, 1024);
+        if (!t)
+            die("calloc");
+        free(t);
+        if (!(z[i] = calloc(1, 1024)))
+            die("calloc");
+    }
+}
+
+__attribute__((noinline)) void site_k(void)
+{
+    size_t (*bulk)(size_t, size_t, void **) =
+        (size_t (*)(size_t, size_t, void **))dlsym(RTLD_DEFAULT, "malloc_bulk");
+    void *t[16];
+    if (!bulk)
+        die("malloc_bulk");
+    for (size_t i = 0; i < NA; i += 16) {
+        if (bulk(1024, 16, t) != 16)
+            die("malloc_bulk");
+        for (int j = 0; j < 16; j++)
+            free(t[j]);
+        if (bulk(1024, 16, k + i) != 16)
+            die("malloc_bulk");
     }
 }
 
@@ -142,6 +174,10 @@ int main(int argc, char **argv)
         site_r();
     } else if (!strcmp(mode, "reuse")) {
         site_u();
+    } else if (!strcmp(mode, "calloc")) {
+        site_z();
+    } else if (!strcmp(mode, "bulk")) {
+        site_k();
     } else if (!strcmp(mode, "memalign")) {
         site_m();
     } else if (!strcmp(mode, "dump") && argc > 2) {
