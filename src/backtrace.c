@@ -41,7 +41,7 @@ void sm_backtrace_init(void)
 {
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)sm_backtrace_init);
 	void *warm[4];
-	sm_backtrace(warm, 4); /* the unwinder's first call sets itself up */
+	sm_backtrace(warm, 4, NULL); /* the unwinder's first call sets itself up */
 }
 
 void sm_backtrace_lock_all(void)

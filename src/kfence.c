@@ -65,7 +65,7 @@ void *sm_kfence_alloc(size_t size)
 	if (size == 0 || size > page || sm_in_unwind)
 		return NULL;
 	void *bt[KF_FRAMES];
-	int n = sm_backtrace(bt, KF_FRAMES);
+	int n = sm_backtrace(bt, KF_FRAMES, NULL);
 	sm_lock(&kf_lock);
 	if (!ring_n) {
 		sm_unlock(&kf_lock);
@@ -205,7 +205,7 @@ size_t sm_kfence_usable(const void *p)
 void sm_kfence_free(void *p)
 {
 	void *bt[KF_FRAMES];
-	int n = sm_backtrace(bt, KF_FRAMES);
+	int n = sm_backtrace(bt, KF_FRAMES, NULL);
 	sm_lock(&kf_lock);
 	struct kslot *s = live_slot(p, "invalid free");
 	char *pg = slot_page((uint32_t)(s - slots));

@@ -105,10 +105,10 @@ static uint32_t intern(void *const *pc, int n, uint64_t h)
 
 /* Inlined where it is called: each frame of this library costs the unwinder as much as one
  * of the program's. */
-static inline __attribute__((always_inline)) uint32_t record(size_t req)
+static inline __attribute__((always_inline)) uint32_t record(size_t req, const void *from)
 {
 	void *pc[PROF_FRAMES];
-	int n = sm_backtrace(pc, PROF_FRAMES);
+	int n = sm_backtrace(pc, PROF_FRAMES, from);
 	if (n <= 0)
 		return 0;
 	uint64_t h = hash_of(pc, n);
@@ -129,7 +129,7 @@ static inline __attribute__((always_inline)) uint32_t record(size_t req)
 
 uint32_t sm_prof_record(size_t req)
 {
-	return record(req);
+	return record(req, NULL);
 }
 
 void sm_prof_drop(uint32_t id, size_t req)
@@ -141,11 +141,11 @@ void sm_prof_drop(uint32_t id, size_t req)
 	sm_unlock(&prof_lock);
 }
 
-void *sm_prof_alloc(unsigned cls, size_t req, unsigned form)
+void *sm_prof_alloc(unsigned cls, size_t req, unsigned form, const void *from)
 {
 	void *p = sm_debug_alloc(&prof_caches[cls], req, NULL, form);
 	if (p)
-		sm_debug_set_prof(p, record(req));
+		sm_debug_set_prof(p, record(req, from));
 	return p;
 }
 

@@ -297,7 +297,7 @@ void *sm_sample_swap(struct stack *b, size_t size, unsigned form)
 			 * off for it */
 			src->pf_left = pf_draw(tc) + csize;
 			if (!k && keep_for(tc, size, csize))
-				k = sm_prof_alloc(cls, size, form);
+				k = sm_prof_alloc(cls, size, form, NULL);
 		}
 		if (!tc->smp_armed) /* (KFENCE's rest) */
 			return k ? k : free_key_clear(*--b->top);
@@ -325,7 +325,8 @@ void *sm_sample_swap(struct stack *b, size_t size, unsigned form)
 /* Patched mode: the allocation of size bytes whose bytes ran its class's countdown out (or a
  * thread's first of the class, which only draws the countdown) is the sample. Its thread is
  * set up (the caller counted on it). Inside the unwinder: not sampled, the countdown stays
- * run out. */
+ * run out. The counting form calls it last (a tail call), so the stack walk starts at this
+ * function's caller, most often the program (from its frame address). */
 void *sm_prof_direct_due(size_t size, unsigned form)
 {
 	struct tcache *tc = sm_tcp;
@@ -342,7 +343,8 @@ void *sm_prof_direct_due(size_t size, unsigned form)
 		}
 	}
 	pc->left = pf_draw(tc) - 1; /* the next countdown starts after this block */
-	void *p = sm_prof_alloc((unsigned)(b - tc->alloc_stack), size, form);
+	void *p = sm_prof_alloc((unsigned)(b - tc->alloc_stack), size, form,
+				__builtin_frame_address(0));
 	return p ? p : sm_alloc_fast_form(size, form);
 }
 

@@ -36,7 +36,8 @@ struct prof_stack {
 void sm_prof_init(void);                   /* the profile caches (init) */
 uint32_t sm_prof_record(size_t req);       /* the caller's stack, counted: its id; 0: none */
 void sm_prof_drop(uint32_t id, size_t req); /* a sampled block of stack id was freed */
-void *sm_prof_alloc(unsigned cls, size_t req, unsigned form); /* a sampled block of class cls */
+/* a sampled block of class cls; from: as sm_backtrace's */
+void *sm_prof_alloc(unsigned cls, size_t req, unsigned form, const void *from);
 struct prof_stack *sm_prof_stack(uint32_t id);
 uint32_t sm_prof_nstacks(void);
 void sm_prof_counts(uint32_t id, struct prof_stack *out);
@@ -66,8 +67,10 @@ extern sm_lock_t sm_bt_gate;
 extern uintptr_t sm_bt_self_lo, sm_bt_self_hi;
 
 /* Up to max return addresses of the caller's stack, this library's frames left out; 0 when
- * called from inside the unwinder (backtrace.c has the rules). */
-static inline __attribute__((always_inline)) int sm_backtrace(void **out, int max)
+ * called from inside the unwinder (backtrace.c has the rules). from: NULL, or the frame address
+ * of a function of this library the caller was called from, whose caller is the program's:
+ * the walk may start there (sm_os_backtrace). */
+static inline __attribute__((always_inline)) int sm_backtrace(void **out, int max, const void *from)
 {
 	if (sm_in_unwind)
 		return 0;
@@ -75,7 +78,7 @@ static inline __attribute__((always_inline)) int sm_backtrace(void **out, int ma
 	int want = max + 16 < PROF_FRAMES + 16 ? max + 16 : PROF_FRAMES + 16;
 	sm_in_unwind = 1;
 	sm_lock(&sm_bt_gate);
-	int n = sm_os_backtrace(pc, want, 0);
+	int n = sm_os_backtrace(pc, want, 0, from);
 	sm_unlock(&sm_bt_gate);
 	sm_in_unwind = 0;
 	int k = 0;

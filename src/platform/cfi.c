@@ -351,7 +351,8 @@ static const struct rule *rule_for(uintptr_t pc, struct module *last)
 	return e->kind == K_GIVE_UP ? NULL : e;
 }
 
-__attribute__((noinline, no_sanitize_address)) int sm_cfi_backtrace(void **out, int max, int skip)
+__attribute__((noinline, no_sanitize_address)) int sm_cfi_backtrace(void **out, int max, int skip,
+								    const void *from)
 {
 	if (!self.table) {
 		struct dl_find_object o;
@@ -361,9 +362,9 @@ __attribute__((noinline, no_sanitize_address)) int sm_cfi_backtrace(void **out, 
 		self = (struct module){(uintptr_t)o.dlfo_map_start, (uintptr_t)o.dlfo_map_end,
 				       o.dlfo_eh_frame};
 	}
-	/* This function has a frame pointer (__builtin_frame_address): its caller's state at
-	 * the return is rsp = rbp + 16, rbp = the saved rbp, pc = the return address. */
-	const uintptr_t *fp = __builtin_frame_address(0);
+	/* This function has a frame pointer (__builtin_frame_address), and so has from's: the
+	 * caller's state at the return is rsp = fp + 16, rbp = fp[0], pc = fp[1]. */
+	const uintptr_t *fp = from ? from : __builtin_frame_address(0);
 	uintptr_t rsp = (uintptr_t)(fp + 2), rbp = fp[0], pc = fp[1];
 	struct module last = {0, 0, NULL};
 	int n = 0;
@@ -390,9 +391,9 @@ __attribute__((noinline, no_sanitize_address)) int sm_cfi_backtrace(void **out, 
 
 #else
 
-int sm_cfi_backtrace(void **out, int max, int skip)
+int sm_cfi_backtrace(void **out, int max, int skip, const void *from)
 {
-	(void)out, (void)max, (void)skip;
+	(void)out, (void)max, (void)skip, (void)from;
 	return -1;
 }
 

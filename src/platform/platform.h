@@ -72,11 +72,12 @@ bool sm_os_patch_undo(void *at, const uint8_t saved[SM_PATCH_LEN]);
  * program had before runs (or the default action: the fault kills). */
 void sm_os_on_fault(void (*h)(void *addr));
 /* unwind.c: up to max return addresses of the calling thread, the innermost skip frames left
- * out; returns how many. */
-int sm_os_backtrace(void **out, int max, int skip);
+ * out; returns how many. from: NULL, or __builtin_frame_address(0) of a function the caller
+ * was called from: the walk may start at that function's return address (cfi.c does). */
+int sm_os_backtrace(void **out, int max, int skip, const void *from);
 /* cfi.c: the same from cached frame rules (x86-64), for callers that serialize their calls;
  * -1: a frame it does not handle (libgcc's unwinder does) */
-int sm_cfi_backtrace(void **out, int max, int skip);
+int sm_cfi_backtrace(void **out, int max, int skip, const void *from);
 /* unwind.c: the file of the module ip lies in, and ip's offset from its base; NULL: none */
 const char *sm_os_module(const void *ip, uintptr_t *offset);
 

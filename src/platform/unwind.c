@@ -30,11 +30,11 @@ static _Unwind_Reason_Code step(struct _Unwind_Context *ctx, void *arg)
 	return w->n == w->max ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
 
-int sm_os_backtrace(void **out, int max, int skip)
+int sm_os_backtrace(void **out, int max, int skip, const void *from)
 {
 	if (max <= 0)
 		return 0;
-	int n = sm_cfi_backtrace(out, max, skip + 1); /* (this function's own frame) */
+	int n = sm_cfi_backtrace(out, max, from ? skip : skip + 1, from); /* (this function) */
 	if (n >= 0)
 		return n;
 	/* Early in a static program's start, before the loader's tables are set up, libgcc's

@@ -1,7 +1,8 @@
 /* unit_unwind: cfi.c's cached stack walker gives the same return addresses as libgcc's
  * unwinder (_Unwind_Backtrace), from stacks built -O2 without frame pointers: deep recursion,
  * frames addressed from rbp (a variable-length array), calls through libc (qsort), a thread,
- * each twice (the second walk reads the cache). From a signal handler it must give up (-1),
+ * each twice (the second walk reads the cache), and from a caller's frame address. From a
+ * signal handler it must give up (-1),
  * and sm_os_backtrace must then still match libgcc. On aarch64 it always gives up. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -38,13 +39,13 @@ static volatile int in_signal;
 static __attribute__((noinline)) void compare_here(const char *what, int min_depth)
 {
 	void *a[MAXF], *b[MAXF], *c[MAXF];
-	int n = sm_cfi_backtrace(a, MAXF, 0);
+	int n = sm_cfi_backtrace(a, MAXF, 0, NULL);
 	struct walk w = {b, 0, MAXF};
 	_Unwind_Backtrace(step, &w);
 #if defined(__x86_64__)
 	if (in_signal) {
 		CHECK(n == -1, "%s: the walker went through a signal frame (%d frames)", what, n);
-		int m = sm_os_backtrace(c, MAXF, 0);
+		int m = sm_os_backtrace(c, MAXF, 0, NULL);
 		CHECK(m == w.n, "%s: sm_os_backtrace %d frames, libgcc %d", what, m, w.n);
 		for (int i = 1; i < m; i++)
 			CHECK(c[i] == b[i], "%s: frame %d: %p, libgcc %p", what, i, c[i], b[i]);
@@ -57,12 +58,17 @@ static __attribute__((noinline)) void compare_here(const char *what, int min_dep
 	for (int i = 1; i < n; i++)
 		CHECK(a[i] == b[i], "%s: frame %d: %p, libgcc %p", what, i, a[i], b[i]);
 	/* max and skip */
-	int k = sm_cfi_backtrace(c, 3, 0);
+	int k = sm_cfi_backtrace(c, 3, 0, NULL);
 	CHECK(k == 3 && c[1] == b[1] && c[2] == b[2], "%s: max 3 gave %d frames", what, k);
-	k = sm_cfi_backtrace(c, MAXF, 2);
+	k = sm_cfi_backtrace(c, MAXF, 2, NULL);
 	CHECK(k == n - 2, "%s: skip 2 gave %d frames of %d", what, k, n);
 	for (int i = 0; i < k; i++)
 		CHECK(c[i] == b[i + 2], "%s: skip 2, frame %d: %p, libgcc %p", what, i, c[i], b[i + 2]);
+	/* from this function's frame: its caller's frames, as libgcc's after [0] */
+	k = sm_cfi_backtrace(c, MAXF, 0, __builtin_frame_address(0));
+	CHECK(k == n - 1, "%s: from the frame address gave %d frames of %d", what, k, n);
+	for (int i = 0; i < k; i++)
+		CHECK(c[i] == b[i + 1], "%s: from, frame %d: %p, libgcc %p", what, i, c[i], b[i + 1]);
 #else
 	CHECK(n == -1, "%s: the walker does not run on this processor", what);
 	(void)c, (void)min_depth;
