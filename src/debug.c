@@ -168,9 +168,10 @@ static void check_redzones(const struct cache *c, char *slot, uint64_t from)
 		report(c, slot, "redzone overwritten", bad);
 }
 
-static uint32_t tid(void)
+/* The calling thread's id, for reports; a profile cache makes none (a system call saved). */
+static uint32_t tid(const struct cache *c)
 {
-	return sm_os_tid();
+	return c->debug & DBG_PROF ? 0 : sm_os_tid();
 }
 
 void *sm_debug_alloc(struct cache *c, size_t req, void *caller, unsigned form)
@@ -201,7 +202,7 @@ void *sm_debug_alloc(struct cache *c, size_t req, void *caller, unsigned form)
 	if (unlikely(sm_opt.prof) && !(c->debug & DBG_PROF) && sm_sample_prof_due(req))
 		m->prof = sm_prof_record(req);
 	m->alloc_ip = caller;
-	m->alloc_tid = tid();
+	m->alloc_tid = tid(c);
 	m->free_ip = NULL;
 	m->free_tid = 0;
 	if (c->debug & DBG_Z) {
@@ -303,7 +304,7 @@ void sm_debug_free(struct slab *s, void *p, void *caller, unsigned form)
 	struct dmeta *m = live_meta(s, p, "invalid free");
 	char *slot = (char *)p - DBG_RZ;
 	m->free_ip = caller;
-	m->free_tid = tid();
+	m->free_tid = tid(c);
 	if (m->prof) {
 		sm_prof_drop(m->prof, m->req);
 		m->prof = 0;
