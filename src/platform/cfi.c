@@ -214,7 +214,8 @@ advance:
 
 /* The rule of the frame whose code address is target (the return address less one), from
  * the module's .eh_frame_hdr. */
-static __attribute__((noinline, cold)) uint8_t work_out(const uint8_t *hdr, uintptr_t target, struct rule *out)
+static __attribute__((noinline, cold)) uint8_t work_out(const uint8_t *hdr, uintptr_t target,
+							struct rule *out)
 {
 	if (hdr[0] != 1 || hdr[3] != 0x3b) /* version 1, table of datarel sdata4 pairs */
 		return K_GIVE_UP;
