@@ -7,7 +7,8 @@
  * purge delay. So malloc and free of large sizes reuse resident pages, instead of mapping,
  * unmapping and faulting them in again.
  * A request takes the best-fitting cached range and leaves the rest of it cached. Or it grows
- * the largest cached range with mremap, whose resident pages move along.
+ * the largest cached range with mremap, whose resident pages move along. realloc grows a block
+ * over the cached range just above it first.
  * A range of up to LARGE_RECENT_MAX freed last waits apart first (recent), until the next
  * large free sends it to the cache: such a block is never handed back at once, so a use after
  * free does not land in the next block. It counts as cached for the figures, the purge delay
@@ -552,6 +553,33 @@ size_t sm_large_usable(const void *p)
 
 /* Resize the large block p (one of ours) by mremap. NULL when that cannot be done (an
  * aligned block that does not start its mapping, or mremap failed): the caller copies. */
+/* Grow block m to len bytes in place, over the cached range just above it (of the same
+ * mapping, long enough): its pages are resident, and no system call is needed. A realloc'd
+ * block that took the lower part of a cached range grows so, where mremap would have to move
+ * it (the rest is mapped) and fault its new pages in. Lock held. */
+static bool grow_into_cached(struct lentry *m, size_t len)
+{
+	size_t need = len - m->len;
+	for (int i = 0; i < LARGE_CACHE_SLOTS; i++) {
+		struct lcached *c = &cached[i];
+		if (!c->base || c->map != m->map || c->base != m->base + m->len || c->len < need)
+			continue;
+		if (c->len - need < need / 8)
+			need = c->len; /* (no sliver stays behind) */
+		cached_bytes -= need;
+		c->base += need;
+		c->len -= need;
+		if (!c->len) {
+			m->guard |= c->guard & GUARD_AFTER;
+			c->base = 0;
+		}
+		live_add(0, (int64_t)need);
+		m->len += need;
+		return true;
+	}
+	return false;
+}
+
 void *sm_large_realloc(void *p, size_t size)
 {
 	size_t len = (size + sm_page_size - 1) & ~(sm_page_size - 1);
@@ -564,9 +592,18 @@ void *sm_large_realloc(void *p, size_t size)
 		return NULL;
 	}
 	struct lentry m = *e;
+	if (len > m.len && !(m.guard & GUARD_AFTER) && grow_into_cached(&m, len)) {
+		e->len = m.len;
+		e->guard = m.guard;
+		e->prof = 0;
+		sm_unlock(&large_lock);
+		if (m.prof) /* a new block now, as far as the profiler goes (alloc.c) */
+			sm_prof_drop(m.prof, m.preq);
+		return p;
+	}
 	erase(e);
 	sm_unlock(&large_lock);
-	if (m.prof) /* a new block now, as far as the profiler goes (alloc.c) */
+	if (m.prof)
 		sm_prof_drop(m.prof, m.preq);
 	m.prof = 0;
 	unmap_guards(m.base, m.len, m.guard); /* (so that the block may grow in place) */

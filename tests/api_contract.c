@@ -421,6 +421,41 @@ static void test_realloc(void)
         free(r);
     }
 
+    /* a large block freed, a smaller one (slubmalloc: the lower part of its range), grown by
+     * realloc (slubmalloc: over the freed rest, in place): contents kept, and the next blocks
+     * apart (160 of 1 MiB: more than slubmalloc caches, so they take every freed range) */
+    malloc_trim(0); /* (slubmalloc: an empty cache, so the freed range is the best fit) */
+    void *whole = malloc(16 << 20);
+    if (check(whole != NULL, "malloc(16 MiB) failed")) {
+        memset(whole, 5, 16 << 20);
+        free(whole);
+        unsigned char *lo = malloc(1 << 20), *g = NULL;
+        if (check(lo != NULL, "malloc(1 MiB) failed")) {
+            tu_fill(lo, 0, 1 << 20, 7);
+            g = realloc(lo, 6 << 20);
+            if (!check(g != NULL, "realloc(1 MiB -> 6 MiB) returned NULL"))
+                free(lo);
+        }
+        if (g) {
+            size_t bad = tu_verify(g, 0, 1 << 20, 7);
+            check(bad == (size_t)-1, "realloc 1 MiB -> 6 MiB lost contents at byte %zu", bad);
+            tu_fill(g, 0, 6 << 20, 8);
+            unsigned char *next[160];
+            for (int i = 0; i < 160; i++) {
+                next[i] = malloc(1 << 20);
+                if (check(next[i] != NULL, "malloc(1 MiB) failed"))
+                    check(next[i] >= g + (6 << 20) || next[i] + (1 << 20) <= g,
+                          "malloc(1 MiB) = %p overlaps the grown block %p (6 MiB)",
+                          (void *)next[i], (void *)g);
+            }
+            bad = tu_verify(g, 0, 6 << 20, 8);
+            check(bad == (size_t)-1, "the grown block was overwritten at byte %zu", bad);
+            for (int i = 0; i < 160; i++)
+                free(next[i]);
+            free(g);
+        }
+    }
+
     static const size_t sizes[] = { 1, 2, 7, 8, 15, 16, 17, 24, 31, 32, 48, 63, 64, 100, 128, 255,
                                     256, 500, 512, 1000, 1024, 2000, 4095, 4096, 4097, 8192, 10000,
                                     16384, 32768, 65535, 65536, 65537, 100000, 131072, 262144,
