@@ -551,8 +551,6 @@ size_t sm_large_usable(const void *p)
 	return n;
 }
 
-/* Resize the large block p (one of ours) by mremap. NULL when that cannot be done (an
- * aligned block that does not start its mapping, or mremap failed): the caller copies. */
 /* Grow block m to len bytes in place, over the cached range just above it (of the same
  * mapping, long enough): its pages are resident, and no system call is needed. A realloc'd
  * block that took the lower part of a cached range grows so, where mremap would have to move
@@ -580,6 +578,9 @@ static bool grow_into_cached(struct lentry *m, size_t len)
 	return false;
 }
 
+/* Resize the large block p (one of ours) in place, or by mremap. NULL when that cannot be
+ * done (an aligned block that does not start its mapping, or mremap failed): the caller
+ * copies. */
 void *sm_large_realloc(void *p, size_t size)
 {
 	size_t len = (size + sm_page_size - 1) & ~(sm_page_size - 1);
