@@ -22,11 +22,13 @@ static void *malloc_prof(size_t size)
 
 SM_SELF(malloc_self, malloc);
 
-/* With SLUBMALLOC_PROF=1: malloc's entry and operator new's (cxx.c), patched all together. */
+/* With SLUBMALLOC_PROF=1: malloc's entry, malloc_bulk's and operator new's (cxx.c), patched
+ * all together. */
 __attribute__((constructor)) static void prof_entries(void)
 {
-	void *entry[5][2] = {{(void *)malloc_self, (void *)malloc_prof}};
-	unsigned n = 1;
+	void *entry[6][2] = {{(void *)malloc_self, (void *)malloc_prof},
+			     {sm_bulk_prof_entry[0], sm_bulk_prof_entry[1]}};
+	unsigned n = 2;
 	for (unsigned i = 0; sm_cxx_prof_entry && i < 4; i++, n++)
 		entry[n][0] = sm_cxx_prof_entry[i][0], entry[n][1] = sm_cxx_prof_entry[i][1];
 	sm_prof_entries((void *const(*)[2])entry, n);

@@ -161,9 +161,10 @@ static __attribute__((noinline)) size_t many(size_t size, size_t n, void **ptrs)
 	return malloc_bulk_slow(size, n, ptrs);
 }
 
-/* The profiler's patched mode (sample.c): the objects are counted as malloc counts them, all at
- * once; one at a time, in malloc's counting form, when the countdown runs out among them. */
-static SM_COLD size_t prof_bulk(size_t size, size_t n, void **ptrs)
+/* malloc_bulk's counting form, in the profiler's patched mode (sample.c): the objects are
+ * counted as malloc counts them, all at once; one at a time, in malloc's counting form, when
+ * the countdown runs out among them. */
+static size_t prof_bulk(size_t size, size_t n, void **ptrs)
 {
 	if (size - 1 >= MAX_SMALL || !ptrs || !n || sm_prof_count_n(size, n))
 		return many(size, n, ptrs);
@@ -176,8 +177,6 @@ static SM_COLD size_t prof_bulk(size_t size, size_t n, void **ptrs)
 /* One object as malloc's fastpath takes it, straight through; any other n: a tail call. */
 SM_EXPORT SM_HOT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 {
-	if (unlikely(sm_prof_direct))
-		return prof_bulk(size, n, ptrs);
 	if (unlikely(n != 1))
 		return many(size, n, ptrs);
 	if (likely(size - 1 < MAX_SMALL && ptrs)) {
@@ -191,6 +190,11 @@ SM_EXPORT SM_HOT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 	}
 	return one_slow(size, ptrs);
 }
+
+SM_SELF(malloc_bulk_self, malloc_bulk);
+
+/* Patched with malloc's (override.c, sm_prof_entries). */
+void *const sm_bulk_prof_entry[2] = {(void *)malloc_bulk_self, (void *)prof_bulk};
 
 /* The stack a run that starts with the pointer a goes to, and d = a's page descriptor; NULL when a
  * is not an object of ours (the descriptor of a page of no slab is not read beyond that check), or,

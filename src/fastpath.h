@@ -142,7 +142,7 @@ static inline void *sm_alloc_prof_form(size_t size, unsigned form)
 }
 
 /* The small allocations of the entries that are not patched (calloc, realloc, memalign):
- * counted in patched mode. */
+ * counted in patched mode, behind a flag. */
 static inline void *sm_alloc_counted(size_t size)
 {
 	if (unlikely(sm_prof_direct))

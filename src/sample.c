@@ -25,10 +25,10 @@
  * count down the thread's pf_other (sm_sample_prof_due).
  * The profiler's patched mode: armed, a thread holds its free stacks, which costs a tight
  * loop its freed-last reuse and a swap per SAMPLE_BATCH allocations, and each swap counts.
- * So at load, malloc and operator new (plain, array, nothrow) get a jump to their counting
- * forms (sm_prof_entries), all of them or none. Those count every pop's bytes down to the
- * class's next sample (pf_direct, fastpath.h); calloc, realloc, memalign and malloc_bulk count
- * the same way (sm_alloc_counted, sm_prof_count_n). So no thread is armed, and the free
+ * So at load, malloc, malloc_bulk and operator new (plain, array, nothrow) get a jump to their
+ * counting forms (sm_prof_entries), all of them or none. Those count every pop's bytes down to
+ * the class's next sample (pf_direct, fastpath.h; malloc_bulk's: sm_prof_count_n); calloc,
+ * realloc and memalign count the same way behind a flag (sm_alloc_counted). So no thread is armed, and the free
  * stacks are popped as unset. Not with KFENCE, debug caches or SLUBMALLOC_STATS=1, whose
  * counts need every pop on the held stacks' paths. Not patched (the kernel refused, a second
  * thread already ran, the old code still runs): threads are armed, as with KFENCE.
@@ -394,9 +394,9 @@ static bool patch_shows(void *entry)
 	return drawn;
 }
 
-/* Patched mode: every allocating entry counts its own small allocations on pf_direct: malloc
- * and operator new (plain, array, nothrow) in their counting forms, the others through
- * sm_alloc_counted and sm_prof_count_n. So no thread is armed, and the swaps count nothing.
+/* Patched mode: every allocating entry counts its own small allocations on pf_direct: malloc,
+ * malloc_bulk and operator new (plain, array, nothrow) in their counting forms, the others
+ * through sm_alloc_counted. So no thread is armed, and the swaps count nothing.
  * Not with KFENCE, debug caches or SLUBMALLOC_STATS=1, which count on every pop being the
  * held stacks' (or the slow paths'). Nor once a second thread has used malloc: it might run an
  * entry while it is written. All or none: an entry that cannot be patched undoes the others,

@@ -21,6 +21,8 @@ extern int sm_prof_direct;                 /* patched mode: each entry counts it
 void *sm_prof_direct_due(size_t size, unsigned form); /* sm_alloc_prof_form's countdown ran out */
 void *sm_prof_direct_swap(struct stack *b, size_t size, unsigned form); /* its stacks are empty */
 bool sm_prof_count_n(size_t size, size_t n); /* n small blocks counted; false: not, one by one */
+/* malloc_bulk's entry and counting form (bulk.c) */
+extern void *const sm_bulk_prof_entry[2];
 /* The operator new family's entries and counting forms (preload/cxx.c; weak: a static link
  * may leave the C++ names out) */
 extern void *const sm_cxx_prof_entry[4][2] __attribute__((weak));

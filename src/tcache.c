@@ -220,7 +220,7 @@ size_t sm_take_n(struct cache *c, uint16_t owner, struct stack *b, struct stack 
 		sm_copy_ptrs(out + got, b->top, k);
 		if ((got += k) == n)
 			return n;
-		/* the free stack's objects next (a typed cache's: no sorting, no profiler floor) */
+		/* the free stack's objects next (a typed cache's: no sorting) */
 		if (f && (c->cls < NCLASS ? class_swap(b, f) : stack_swap(b, f)))
 			continue;
 		uint32_t cap = stack_cap(b);

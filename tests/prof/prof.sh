@@ -102,10 +102,10 @@ check "SLUBMALLOC_PROF_FILE" "$sites" "$dir/dump/end.heap" site_b $B 10
 # Blocks handed out again from the thread's free stack: on x86-64 and aarch64 malloc and
 # operator new are patched to count them, and the other entries count too (sm_prof_entries;
 # SLUBMALLOC_VERBOSE=1 says so).
-patched="SLUBMALLOC_PROF: 5 of 5 entry points count their allocations"
+patched="SLUBMALLOC_PROF: 6 of 6 entry points count their allocations"
 run reuse SLUBMALLOC_VERBOSE=1 -- "$sites" reuse
 check reuse "$sites" "$(ls "$dir/reuse"/slubmalloc.*.heap)" site_u $A 10
-verdict reuse "malloc and operator new are patched" \
+verdict reuse "malloc, malloc_bulk and operator new are patched" \
     "not patched: $(grep SLUBMALLOC_PROF: "$dir/reuse/err.txt")" \
     grep -q "$patched" "$dir/reuse/err.txt"
 run calloc -- "$sites" calloc
