@@ -5,7 +5,8 @@
  * Pages never used yet have no access: a long overflow out of the last slab faults there
  * instead of running through untouched memory. Runs are found lowest first, so the pages in
  * use form a prefix, made read-write as it grows (one mprotect per new run at the frontier):
- * a region is at most two mappings.
+ * a region is at most two mappings. With SLUBMALLOC_THP=1 the whole region is read-write
+ * from the start (one mapping), so that its first faults can take huge pages.
  * A freed run stays dirty: its memory is still resident, so reusing it costs no page faults.
  * Allocation prefers dirty pages. Nothing may assume a slab page reads as zero.
  * When the dirty pages of all regions pass DIRTY_MAX bytes, whole contiguous dirty runs are
@@ -48,13 +49,18 @@ static struct region *region_new(void)
 		r->slabs[i].inverse = 1;
 		r->slabs[i].bad_q_bits = ~0ULL;
 	}
-	/* page 0 is the header; the others get access when first used */
-	if (!sm_os_protect((char *)r + SPAGE_SIZE, REGION_SIZE - SPAGE_SIZE, false)) {
+	/* page 0 is the header; the others get access when first used. With SLUBMALLOC_THP=1
+	 * all of them have it now: a huge page needs its 2 MiB in one read-write mapping when a
+	 * first fault lands there, and a frontier that opens 64 KiB at a time is never that. */
+	if (sm_opt.thp) {
+		r->open = REGION_PAGES;
+	} else if (!sm_os_protect((char *)r + SPAGE_SIZE, REGION_SIZE - SPAGE_SIZE, false)) {
 		sm_os_unmap(r, REGION_SIZE);
 		nregions--;
 		return NULL;
+	} else {
+		r->open = 1;
 	}
-	r->open = 1;
 	r->free_mask = ~1ULL;
 	r->dirty_mask = 0;
 	r->next = regions;

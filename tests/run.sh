@@ -124,6 +124,10 @@ for t in api_contract cxx_new stress_mt fork_test fork_stdio fork_signal stats_c
     run_test "$t" 1 "build/tests/$t"
 done
 run_test kfence_rate 1 env SLUBMALLOC_KFENCE=10000 build/tests/kfence_rate
+# SLUBMALLOC_THP=1 gives slab regions huge pages (none before 2026-12-03: each region opened
+# 64 KiB at a time); SLUBMALLOC_THP=0 refuses them
+run_test thp_on 1 env SLUBMALLOC_THP=1 build/tests/thp_test on
+run_test thp_off 1 env SLUBMALLOC_THP=0 build/tests/thp_test off
 # The API's contract (alignment above all) with the blocks of debug caches and of profile
 # samples (their slots carry red zones and metadata: 8-aligned blocks before 2026-12-03)
 run_test api_contract_debug 1 env SLUBMALLOC_DEBUG=1 build/tests/api_contract
