@@ -120,6 +120,8 @@ struct source {
 	struct slab *active;  /* frozen for this thread */
 	uint32_t kf_left;     /* SLUBMALLOC_KFENCE: allocations of the class until the sampled one,
 			       * counted up to smp_mark, the allocation stack's top then (sample.c) */
+	uint32_t plain;       /* the next plain objects of spill are no group's head: their words
+			       * past the key are not read (take_spill, freelist.c) */
 	void **smp_mark;
 	int64_t pf_left;      /* SLUBMALLOC_PROF: bytes of the class until its sample; 0: not drawn
 			       * yet, -1: due (sample.c) */
@@ -457,6 +459,28 @@ static inline bool link_bad(uintptr_t next, uintptr_t start, uint64_t span, uint
 			    uint64_t bad_q_bits)
 {
 	return next && (next - start >= span || ((next - start) * inverse) & bad_q_bits);
+}
+/* Group records (freelist.c): a push cuts its chain into groups of a head and up to rec_room
+ * objects that follow it. The head's word 2 is where the chain goes on after them, with their
+ * count in its low 4 bits (0: no record); words 3.. are their addresses. Encoded as links are,
+ * each at its own word. Size classes of 32 bytes and more. */
+#define REC_MAX 8u
+static inline uint32_t rec_room(const struct cache *c)
+{
+	uint32_t words = c->size / 8;
+	if (c->cls >= NCLASS || c->debug || c->fpoff || words < 4)
+		return 0;
+	return words - 3 < REC_MAX ? words - 3 : REC_MAX;
+}
+static inline void rec_put(uintptr_t obj, unsigned word, uintptr_t v)
+{
+	uintptr_t slot = obj + word * sizeof(uintptr_t);
+	*(uintptr_t *)slot = v ^ sm_g.secret ^ __builtin_bswap64(slot);
+}
+static inline uintptr_t rec_get(uintptr_t obj, unsigned word)
+{
+	uintptr_t slot = obj + word * sizeof(uintptr_t);
+	return *(const uintptr_t *)slot ^ sm_g.secret ^ __builtin_bswap64(slot);
 }
 static inline void *checked_next(struct slab *s, void *obj, uint32_t fpoff)
 {

@@ -37,23 +37,48 @@
 /* Move up to n objects of a spill chain (objects of the active slab) to out[]; returns how
  * many. checked_next's checks, with the slab's fields in registers: each step's chain of
  * dependent work is the load of the link and one xor (the key, secret ^ swab(slot), comes
- * from the object's address alone). */
+ * from the object's address alone).
+ * A group's head with a record (freelist.c) gives the objects it lists without a load of
+ * theirs: one cache miss for the group, not one per object. Those it does not list are
+ * plain: walked by their links, their other words never read. */
 static uint32_t take_spill(struct cache *c, struct source *source, void **out, uint32_t n)
 {
 	const struct slab *s = source->active;
 	uintptr_t o = (uintptr_t)source->spill, start = (uintptr_t)s->start, secret = sm_g.secret;
 	uint64_t span = (uint64_t)s->objects * s->size, inverse = s->inverse, bad_q_bits = s->bad_q_bits;
-	uint32_t fpoff = c->fpoff, k = 0;
-	for (; o && k < n; k++) {
-		out[k] = (void *)o;
+	uint32_t fpoff = c->fpoff, k = 0, plain = source->plain, room = rec_room(c);
+	while (o && k < n) {
+		if (room && !plain) {
+			uintptr_t w = rec_get(o, 2);
+			uint32_t listed = (uint32_t)w & 15;
+			if (unlikely(listed > room))
+				sm_bad_link(s, o);
+			if (listed && k + 1 + listed <= n) {
+				out[k++] = (void *)o;
+				for (uint32_t i = 0; i < listed; i++) {
+					uintptr_t m = rec_get(o, 3 + i);
+					if (unlikely(!m || link_bad(m, start, span, inverse, bad_q_bits)))
+						sm_bad_link(s, o);
+					out[k++] = (void *)m;
+				}
+				if (unlikely(link_bad(w & ~(uintptr_t)15, start, span, inverse, bad_q_bits)))
+					sm_bad_link(s, o);
+				o = w & ~(uintptr_t)15;
+				continue;
+			}
+			plain = listed ? 1 + listed : 0; /* no room for all: by their links */
+		}
+		out[k++] = (void *)o;
 		uintptr_t slot = o + fpoff, key = secret ^ __builtin_bswap64(slot);
 		uintptr_t next = *(const uintptr_t *)slot ^ key;
 		if (unlikely(link_bad(next, start, span, inverse, bad_q_bits)))
 			sm_bad_link(s, o);
 		o = next;
+		plain -= plain != 0;
 	}
 	source->spill = (void *)o;
 	source->nspill -= k;
+	source->plain = o ? plain : 0;
 	return k;
 }
 
@@ -146,6 +171,7 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct source *source, void **
 		if (s) {
 			if ((source->spill = sm_slab_take_all(s, &n))) {
 				source->nspill = n;
+				source->plain = 0;
 				sm_count(c, EV_REFILL_TAKEALL, 1);
 				restart_if_all_free(c, s, source);
 				continue;
@@ -166,6 +192,7 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct source *source, void **
 		}
 		s = sm_slab_freeze_partial(c, &source->spill, &n);
 		source->nspill = s ? n : 0;
+		source->plain = 0;
 		if (s)
 			restart_if_all_free(c, s, source);
 		if (!s && !(s = sm_slab_new(c)))
