@@ -38,10 +38,19 @@ static int index_of(void *p)
 	return -1;
 }
 
-/* The set of SET objects of size, freed back to their slabs in shuffled chunks. */
+/* The set of SET objects of size, freed back to their slabs in shuffled chunks. One object in four
+ * allocated between them stays in use (kept[]), so no slab is left with every object
+ * free: such a slab would start over, its chain dropped unread (restart_if_all_free). */
+static void *kept[SET / 3 + 1];
+
 static void free_set(size_t size)
 {
-	for (int i = 0; i < SET; i++) {
+	for (int i = 0, n = 0; i < SET; i++) {
+		if (i % 3 == 0) {
+			kept[n] = malloc(size);
+			CHECK(kept[n], "malloc(%zu)", size);
+			n++;
+		}
 		set[i] = malloc(size);
 		CHECK(set[i], "malloc(%zu)", size);
 		memset(set[i], 0xa5, size);
@@ -114,6 +123,8 @@ static void one_class(size_t size)
 	/* a free of each, through the engine's path, as malloc would hand them out (no key) */
 	for (int i = 0; i < SET; i++)
 		free(free_key_clear(set[i]));
+	for (int i = 0; i < SET / 3 + 1; i++)
+		free(kept[i]);
 }
 
 /* A child frees a set, corrupts the record of one slab's head to point past its slab, and
@@ -127,13 +138,18 @@ static void corrupted_record(void)
 		size_t size = 96;
 		struct cache *c = &sm_g.caches[sm_size_to_class(size)];
 		free_set(size);
+		unsigned bad = 0;
 		sm_lock(&c->lock);
 		for (struct slab *s = c->partial; s; s = s->next == c->partial ? NULL : s->next) {
 			uintptr_t head = (uintptr_t)s->word.lo;
-			if (head && (rec_get(head, 2) & 15))
+			if (head && (rec_get(head, 2) & 15)) {
 				rec_put(head, 3, (uintptr_t)s->start + 64 * (uintptr_t)s->objects * s->size);
+				bad++;
+			}
 		}
 		sm_unlock(&c->lock);
+		if (!bad)
+			_exit(3); /* no record to corrupt: the test itself is wrong */
 		void *out[32];
 		for (int i = 0; i < 2 * SET; i++)
 			sm_fill(c, sm_tcp->id, &sm_tcp->source[c->cls], out, 16);
