@@ -593,19 +593,19 @@ void *sm_large_realloc(void *p, size_t size)
 		return NULL;
 	}
 	struct lentry m = *e;
-	if (len > m.len && !(m.guard & GUARD_AFTER) && grow_into_cached(&m, len)) {
+	bool grown = len > m.len && !(m.guard & GUARD_AFTER) && grow_into_cached(&m, len);
+	if (grown) {
 		e->len = m.len;
 		e->guard = m.guard;
 		e->prof = 0;
-		sm_unlock(&large_lock);
-		if (m.prof) /* a new block now, as far as the profiler goes (alloc.c) */
-			sm_prof_drop(m.prof, m.preq);
-		return p;
+	} else {
+		erase(e);
 	}
-	erase(e);
 	sm_unlock(&large_lock);
-	if (m.prof)
+	if (m.prof) /* a new block now, as far as the profiler goes (alloc.c) */
 		sm_prof_drop(m.prof, m.preq);
+	if (grown)
+		return p;
 	m.prof = 0;
 	unmap_guards(m.base, m.len, m.guard); /* (so that the block may grow in place) */
 	m.guard = 0;

@@ -28,10 +28,11 @@
  * So at load, malloc, malloc_bulk and operator new (plain, array, nothrow) get a jump to their
  * counting forms (sm_prof_entries), all of them or none. Those count every pop's bytes down to
  * the class's next sample (pf_direct, fastpath.h; malloc_bulk's: sm_prof_count_n); calloc,
- * realloc and memalign count the same way behind a flag (sm_alloc_counted). So no thread is armed, and the free
- * stacks are popped as unset. Not with KFENCE, debug caches or SLUBMALLOC_STATS=1, whose
- * counts need every pop on the held stacks' paths. Not patched (the kernel refused, a second
- * thread already ran, the old code still runs): threads are armed, as with KFENCE.
+ * realloc and memalign count the same way behind a flag (sm_alloc_counted). So no thread is
+ * armed, and the free stacks are popped as unset. Not with KFENCE, debug caches or
+ * SLUBMALLOC_STATS=1, whose counts need every pop on the held stacks' paths. Not patched (the
+ * kernel refused, a second thread already ran, the old code still runs): threads are armed, as
+ * with KFENCE.
  * Every change of the allocation stack's array (a swap, a refill, a resize) arms it again.
  * Invariants: kf_left is 0 (not drawn yet) or the allocations until the sample, the sample
  * included; pf_left is 0 (not drawn yet), the bytes until the sample, or -1 (due); a floor
