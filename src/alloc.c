@@ -103,6 +103,7 @@ __attribute__((noinline)) void *sm_alloc_slow(size_t size, unsigned form)
 {
 	if (unlikely(!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE)))
 		sm_init();
+	sm_bg_poll();
 	if (size > MAX_SMALL)
 		return alloc_large(size, 0, false);
 	if (size == 0) { /* a block of its own with no access; a 16-byte one when none is left */
@@ -164,6 +165,7 @@ void sm_free_slow(void *p, unsigned form)
 		if (r == 0)
 			sm_fatal("invalid free", p, "(not allocated by slubmalloc)");
 	}
+	sm_bg_poll();
 	errno = saved;
 }
 

@@ -75,6 +75,8 @@
 #define PURGE_DELAY_MS_DEFAULT 1000             /* freed memory stays this long before it is
 						 * purged; SLUBMALLOC_PURGE_DELAY_MS */
 #define DIRTY_MAX (32UL << 20)                  /* freed slab pages kept resident, at most */
+#define BG_SLACK_NS 5000000ULL                  /* the background thread sleeps this much past
+						 * a deadline: the coarse clock's tick is 4 ms */
 
 #define SLABINFO_PAGE 4096UL                    /* /proc/slabinfo's pagesperslab counts 4 KiB
 						 * pages, whatever the OS page (stats.c) */

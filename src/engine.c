@@ -96,4 +96,6 @@ void sm_init(void)
 __attribute__((constructor)) static void init_at_load(void)
 {
 	sm_init();
+	if (sm_opt.background) /* here, not in sm_init: outside malloc (it allocates) */
+		sm_bg_start();
 }

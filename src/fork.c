@@ -81,6 +81,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+	sm_bg_forked();
 	if (!fork_locked)
 		return;
 	fork_locked = 0;

@@ -46,6 +46,8 @@
  *   next, prev, on_partial, and the cache's partial and nr_*: under the cache lock. partial is
  *   also peeked without it (relaxed) and checked again under it.
  *   A region's free_mask, dirty_mask, map and list: under the page lock (region.c).
+ *   The background thread (background.c) takes the page lock, then, apart, the large lock. Its
+ *   state word: atomic exchanges, and a futex wake from a kick under either lock.
  *   A debug cache has no stacks. Its debug_source is its own, under its dlock (debug.c).
  *   A depot's objects count as in use for their slabs, like those in stacks (depot.c).
  *
@@ -70,6 +72,8 @@
  *   glibc orders its own malloc's locks after the list lock too.
  *   In a single-threaded process prepare takes nothing, so a signal handler may fork even
  *   during a fork.
+ *   The background thread makes a process multi-threaded. The child has none; it starts its
+ *   own at its first slow path.
  *   Not taken: the statistics' scratch locks (stats.c), which a child simply frees, and the
  *   locks inside pcpu_counter and pcpu_ref objects, which are the program's, as its mutexes
  *   are.

@@ -516,6 +516,7 @@ struct slab *sm_pages_alloc(unsigned pages);   /* a descriptor with start/pages 
 void sm_pages_free(struct slab *s);            /* free; purged later, in batches */
 void sm_slabs_census(const struct cache *c, uint64_t *inuse, uint64_t *frozen); /* all slabs */
 size_t sm_pages_purge_all(void);               /* malloc_trim: every dirty page; bytes */
+uint64_t sm_pages_purge_due(void);             /* background: the due ones; next due or 0 */
 void sm_region_figures(uint64_t *mapped, uint64_t *dirty);
 void sm_region_walk_locked(void (*fn)(struct slab *head, void *arg), void *arg); /* page lock */
 void sm_region_lock(void);
@@ -611,6 +612,7 @@ void *sm_large_realloc(void *p, size_t size); /* NULL: could not; copy instead *
 void sm_large_figures(uint64_t *live_n, uint64_t *live_bytes, uint64_t *cached_bytes,
 		      uint64_t *peak_n, uint64_t *peak_bytes);
 size_t sm_large_release_cached(void);         /* malloc_trim: unmap every cached range */
+uint64_t sm_large_expire_due(void);           /* background: the due ones; next due or 0 */
 void sm_large_lock_all(void);
 void sm_large_unlock_all(bool reinit);
 
@@ -667,6 +669,18 @@ SM_NORETURN void sm_fatal_in(const char *what, const void *p, const struct cache
 int sm_trim(void);                             /* malloc_trim(0): 1 when memory went back */
 int sm_malloc_trim(size_t pad);
 void sm_trim_self(struct tcache *tc);          /* drain tc's caches (its thread, slow path) */
+
+/* "background.c": SLUBMALLOC_BACKGROUND's thread, which purges on time */
+void sm_bg_start(void);  /* no lock held, not inside malloc's engine: at load, or sm_bg_poll */
+void sm_bg_kick(void);   /* memory became pending (page_lock or large_lock held) */
+void sm_bg_forked(void); /* fork's child handler */
+extern int sm_bg_want;   /* a forked child wants its thread */
+/* The slow paths of malloc and free, with no lock held: start a forked child's thread. */
+static inline void sm_bg_poll(void)
+{
+	if (unlikely(__atomic_load_n(&sm_bg_want, __ATOMIC_RELAXED)))
+		sm_bg_start();
+}
 
 /* "fork.c": the allocator across fork (the rule: the lock order, top of freelist.c) */
 void sm_fork_register(void);              /* once, at init: the pthread_atfork handlers */

@@ -4,8 +4,9 @@
  * without reading memory in front of it.
  * Freed ranges wait in a cache of LARGE_CACHE_SLOTS ranges. It holds at most LARGE_CACHE_BYTES,
  * or half the live large bytes when that is more, and each range for at most the
- * purge delay. So malloc and free of large sizes reuse resident pages, instead of mapping,
- * unmapping and faulting them in again.
+ * purge delay (checked at large calls, and on time by the background thread). So malloc and
+ * free of large sizes reuse resident pages, instead of mapping, unmapping and faulting them in
+ * again.
  * A request takes the best-fitting cached range and leaves the rest of it cached. Or it grows
  * the largest cached range with mremap, whose resident pages move along. realloc grows a block
  * over the cached range just above it first.
@@ -437,6 +438,7 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 					       .map = map};
 			sm_lock(&large_lock);
 			nd = cache_put(back, drop);
+			sm_bg_kick(); /* (the cache may have been empty) */
 			sm_unlock(&large_lock);
 			unmap_all(drop, nd);
 		} else if ((uintptr_t)q != base) {
@@ -521,6 +523,7 @@ int sm_large_free(void *p)
 		recent = m;
 	else
 		nd += cache_put(m, drop + nd);
+	sm_bg_kick(); /* (the cache may have been empty) */
 	sm_unlock(&large_lock);
 	if (prof)
 		sm_prof_drop(prof, preq);
@@ -659,18 +662,39 @@ void sm_large_figures(uint64_t *n, uint64_t *bytes, uint64_t *cached, uint64_t *
 	sm_unlock(&large_lock);
 }
 
-/* malloc_trim: every cached range goes back. Returns the bytes unmapped. */
-size_t sm_large_release_cached(void)
+/* The cached ranges past the delay (all: force) go back. Returns the bytes unmapped; *due: when
+ * the next is due, 0 when none is left. */
+static size_t release(bool force, uint64_t *due)
 {
 	struct lcached drop[LARGE_DROP_MAX];
 	sm_lock(&large_lock);
-	unsigned nd = expire(drop, true);
+	unsigned nd = expire(drop, force);
+	uint64_t oldest = recent.base ? recent.when : UINT64_MAX;
+	for (unsigned i = 0; i < LARGE_CACHE_SLOTS; i++)
+		if (cached[i].base && cached[i].when < oldest)
+			oldest = cached[i].when;
 	sm_unlock(&large_lock);
+	*due = oldest == UINT64_MAX ? 0 : oldest + sm_opt.purge_delay_ns;
 	size_t bytes = 0;
 	for (unsigned i = 0; i < nd; i++)
 		bytes += drop[i].len;
 	unmap_all(drop, nd);
 	return bytes;
+}
+
+/* The background thread: the ranges due go back. Returns when the next is due; 0: none. */
+uint64_t sm_large_expire_due(void)
+{
+	uint64_t due;
+	release(false, &due);
+	return due;
+}
+
+/* malloc_trim: every cached range goes back. Returns the bytes unmapped. */
+size_t sm_large_release_cached(void)
+{
+	uint64_t due;
+	return release(true, &due);
 }
 
 void sm_large_lock_all(void)

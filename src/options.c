@@ -118,6 +118,8 @@ void sm_options_read(void)
 	read_num("SLUBMALLOC_PURGE_DELAY_MS", 3600000, &ms,
 		 "not a number of milliseconds from 0 to 3600000; using the default 1000");
 	sm_opt.purge_delay_ns = ms * 1000000ULL;
+	read_bool("SLUBMALLOC_BACKGROUND", &sm_opt.background,
+		  "not 0 or 1; no background thread");
 	uint64_t mp = sm_opt.min_partial;
 	read_num("SLUBMALLOC_MIN_PARTIAL", 1000, &mp,
 		 "not a number from 0 to 1000; using the default 2");
@@ -207,6 +209,9 @@ void sm_options_print(void)
 	     "I zeroing, M new/delete mismatch [,caches]; default - (off)");
 	show_num("SLUBMALLOC_PURGE_DELAY_MS", sm_opt.purge_delay_ns / 1000000ULL,
 		 "ms before empty slab pages and freed large blocks go back to the OS; default 1000");
+	show_num("SLUBMALLOC_BACKGROUND", (uint64_t)sm_opt.background,
+		 "1: a thread gives that memory back on time, also while the program is idle; "
+		 "default 0");
 	show_num("SLUBMALLOC_MIN_PARTIAL", sm_opt.min_partial,
 		 "empty slabs each cache keeps; default 2");
 	show_num("SLUBMALLOC_KFENCE", sm_opt.kfence,

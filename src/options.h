@@ -32,6 +32,7 @@ struct sm_options {
 	uint64_t prof_interval;   /* SLUBMALLOC_PROF_INTERVAL: a dump per this many bytes; 0: none */
 	char prof_file[256];      /* SLUBMALLOC_PROF_FILE; empty: slubmalloc.<pid>.heap */
 	uint64_t purge_delay_ns;  /* SLUBMALLOC_PURGE_DELAY_MS */
+	int background;           /* SLUBMALLOC_BACKGROUND: a thread purges on time */
 	char debug_caches[256];   /* SLUBMALLOC_DEBUG's cache list; empty: all */
 	char stats_file[256];     /* SLUBMALLOC_STATS_FILE; empty: stderr */
 };

@@ -12,7 +12,8 @@
  * When the dirty pages of all regions pass DIRTY_MAX bytes, whole contiguous dirty runs are
  * purged (MADV_DONTNEED, one call per run) down to DIRTY_MAX / 2.
  * Dirty pages are also purged a region at a time, once the region has had dirty pages for
- * longer than the purge delay (SLUBMALLOC_PURGE_DELAY_MS). That is checked when pages are freed.
+ * longer than the purge delay (SLUBMALLOC_PURGE_DELAY_MS). That is checked when pages are freed,
+ * and on time by the background thread (SLUBMALLOC_BACKGROUND=1), kicked when pages become dirty.
  * malloc_trim purges them all (sm_pages_purge_all).
  * A region left with no slab is unmapped, its map entry cleared first, so address space goes
  * back too. The last region stays mapped.
@@ -196,6 +197,16 @@ static void purge_old(void)
 			oldest_dirty = r->dirty_since;
 }
 
+/* The background thread: the regions due go back. Returns when the next is due; 0: none is dirty. */
+uint64_t sm_pages_purge_due(void)
+{
+	sm_lock(&page_lock);
+	purge_old();
+	uint64_t due = dirty_bytes ? oldest_dirty + sm_opt.purge_delay_ns : 0;
+	sm_unlock(&page_lock);
+	return due;
+}
+
 size_t sm_pages_purge_all(void)
 {
 	sm_lock(&page_lock);
@@ -254,6 +265,7 @@ void sm_pages_free(struct slab *s)
 		s[i].objects = 0;
 	}
 	r->free_mask |= bits;
+	bool was_clean = !dirty_bytes;
 	if (!r->dirty_mask) {
 		r->dirty_since = sm_os_now_ns();
 		if (!dirty_bytes)
@@ -264,6 +276,8 @@ void sm_pages_free(struct slab *s)
 	if (dirty_bytes > DIRTY_MAX)
 		purge_to(DIRTY_MAX / 2, UINT64_MAX);
 	purge_old();
+	if (was_clean && dirty_bytes)
+		sm_bg_kick();
 	sm_unlock(&page_lock);
 }
 

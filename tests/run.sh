@@ -128,6 +128,14 @@ run_test kfence_rate 1 env SLUBMALLOC_KFENCE=10000 build/tests/kfence_rate
 # 64 KiB at a time); SLUBMALLOC_THP=0 refuses them
 run_test thp_on 1 env SLUBMALLOC_THP=1 build/tests/thp_test on
 run_test thp_off 1 env SLUBMALLOC_THP=0 build/tests/thp_test off
+# SLUBMALLOC_BACKGROUND=1: freed memory goes back while the program is idle (it stayed before
+# 2026-12-03: the purge delay was checked only at later frees); off: it stays
+run_test background_on 1 env SLUBMALLOC_BACKGROUND=1 SLUBMALLOC_PURGE_DELAY_MS=200 \
+    build/tests/background_test on
+run_test background_off 1 env SLUBMALLOC_BACKGROUND=0 SLUBMALLOC_PURGE_DELAY_MS=200 \
+    build/tests/background_test off
+run_test background_fork 1 env SLUBMALLOC_BACKGROUND=1 SLUBMALLOC_PURGE_DELAY_MS=200 \
+    build/tests/background_test fork
 # The API's contract (alignment above all) with the blocks of debug caches and of profile
 # samples (their slots carry red zones and metadata: 8-aligned blocks before 2026-12-03)
 run_test api_contract_debug 1 env SLUBMALLOC_DEBUG=1 build/tests/api_contract

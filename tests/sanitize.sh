@@ -7,7 +7,9 @@
 #                the 16-byte CAS is an __atomic builtin TSan sees (src/platform/arch_x86_64.h).
 #   build-ubsan: gcc -fsanitize=undefined -fno-sanitize-recover=all (the first UB aborts).
 # Then runs every unit_* test of each build and stress_mt_linked (tests/stress_mt.c linked with
-# the engine) at a reduced scale. Checked first (nm): a test's malloc calls reach the engine.
+# the engine) at a reduced scale, twice: the second time with SLUBMALLOC_BACKGROUND=1 and a
+# purge delay of 1 ms, so that the background thread purges while the threads run.
+# Checked first (nm): a test's malloc calls reach the engine.
 # A test passes only if it exits 0 AND no sanitizer report was written: reports go to files of
 # their own (log_path), appended to the test's log, since some tests capture their stderr or
 # their children's (a report made there would be swallowed) and children may _exit(0).
@@ -112,13 +114,17 @@ for kind in "${kinds[@]}"; do
         scale=${SLUB_SANITIZE_STRESS:-0.1}
     fi
 
-    for t in "${targets[@]}"; do
-        name=$(basename "$t")
+    # stress_mt_linked once more with SLUBMALLOC_BACKGROUND's thread purging as it runs
+    for t in "${targets[@]}" tests/unit/stress_mt_linked@background; do
+        name=$(basename "${t/@/_}")
+        t=${t%@*}
         exe=$dir/$t
         log=$logdir/$name.log
-        args=()
+        args=() extra=()
         case $name in
         stress_mt_linked) args=("$scale" 4) ;;
+        stress_mt_linked_background)
+            args=("$scale" 4) extra=(SLUBMALLOC_BACKGROUND=1 SLUBMALLOC_PURGE_DELAY_MS=1) ;;
         unit_*)
             if [ "$kind" = tsan ]; then
                 mapfile -t cases < <(case_names "tests/unit/$name.c" |
@@ -146,7 +152,7 @@ for kind in "${kinds[@]}"; do
         # reports go to files of their own (log_path.PID): a test that captures its stderr
         # (or a child's) must not swallow them
         rm -f "$logdir/$name.report".*
-        env -u LD_PRELOAD TSAN_OPTIONS="$opts log_path=$logdir/$name.report" \
+        env -u LD_PRELOAD "${extra[@]}" TSAN_OPTIONS="$opts log_path=$logdir/$name.report" \
             UBSAN_OPTIONS="$opts log_path=$logdir/$name.report" \
             timeout -k 10 "$per_test_timeout" "$exe" "${args[@]}" >"$log" 2>&1 </dev/null
         rc=$?

@@ -1,16 +1,20 @@
 /* os.c: the OS half of the platform layer (platform.h has the contract). With rseq.c, the
  * only file that makes system calls: memory, files, threads, time, random bytes, membarrier.
- * Each call is a thin wrapper. Nothing here allocates. */
+ * Each call is a thin wrapper. Nothing here allocates, but sm_os_thread_start (pthread_create). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <linux/membarrier.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -294,6 +298,47 @@ bool sm_os_barrier_register(void)
 void sm_os_barrier_all(void)
 {
 	syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+}
+
+static void (*thread_fn)(void);
+static const char *thread_name;
+
+static void *thread_main(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_NAME, thread_name, 0, 0, 0);
+	thread_fn();
+	return NULL;
+}
+
+bool sm_os_thread_start(void (*fn)(void), const char *name)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	sigset_t all, old;
+	if (pthread_attr_init(&attr))
+		return false;
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	thread_fn = fn;
+	thread_name = name;
+	sigfillset(&all); /* the new thread inherits the mask: no signal of the program's lands there */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int e = pthread_create(&t, &attr, thread_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	return e == 0;
+}
+
+void sm_os_wait(int *word, int val, uint64_t timeout_ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(timeout_ns / 1000000000ULL),
+			      .tv_nsec = (long)(timeout_ns % 1000000000ULL)};
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, timeout_ns ? &ts : NULL, NULL, 0);
+}
+
+void sm_os_wake(int *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 uint64_t sm_os_now_ns(void)

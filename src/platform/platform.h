@@ -91,6 +91,13 @@ void sm_os_random(void *buf, size_t n); /* not for cryptography: hardening keys 
  * sm_os_barrier_all() runs a full barrier on every running thread of the process. */
 bool sm_os_barrier_register(void);
 void sm_os_barrier_all(void);
+/* A detached thread that runs fn, every signal blocked, named name (15 characters at most).
+ * One thread at a time. The only call of this layer that allocates (pthread_create): the
+ * caller holds no lock and is not inside malloc. */
+bool sm_os_thread_start(void (*fn)(void), const char *name);
+/* Sleep while *word is val: until sm_os_wake(word), at most timeout_ns (0: no limit). */
+void sm_os_wait(int *word, int val, uint64_t timeout_ns);
+void sm_os_wake(int *word);
 
 /* ---- rseq and the CPU number, for the per-CPU code (rseq.c) ---- */
 extern int pcpu_ncpus;               /* possible CPUs, set by pcpu_setup() */
