@@ -24,7 +24,8 @@ int sm_bg_want; /* a forked child's thread is wanted (sm_bg_poll) */
 /* Purge what is due; returns when the next purge is due, or 0 when nothing is pending. */
 static uint64_t purge_due(void)
 {
-	uint64_t pages = sm_pages_purge_due(), large = sm_large_expire_due();
+	uint64_t pages = sm_pages_purge_due(), large;
+	sm_large_release(false, &large);
 	return !pages || (large && large < pages) ? large : pages;
 }
 

@@ -611,8 +611,7 @@ size_t sm_large_usable(const void *p);        /* 0: not one of ours */
 void *sm_large_realloc(void *p, size_t size); /* NULL: could not; copy instead */
 void sm_large_figures(uint64_t *live_n, uint64_t *live_bytes, uint64_t *cached_bytes,
 		      uint64_t *peak_n, uint64_t *peak_bytes);
-size_t sm_large_release_cached(void);         /* malloc_trim: unmap every cached range */
-uint64_t sm_large_expire_due(void);           /* background: the due ones; next due or 0 */
+size_t sm_large_release(bool all, uint64_t *due); /* unmap the cached ranges due (all: malloc_trim) */
 void sm_large_lock_all(void);
 void sm_large_unlock_all(bool reinit);
 

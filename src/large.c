@@ -451,7 +451,8 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 	bool dirty = base != 0;
 	if (!base) {
 		base = map_guarded(len, align, &guard);
-		if (!base && sm_large_release_cached()) /* the cache held the address space */
+		uint64_t due;
+		if (!base && sm_large_release(true, &due)) /* the cache held the address space */
 			base = map_guarded(len, align, &guard);
 		if (!base)
 			return errno = ENOMEM, NULL;
@@ -662,9 +663,9 @@ void sm_large_figures(uint64_t *n, uint64_t *bytes, uint64_t *cached, uint64_t *
 	sm_unlock(&large_lock);
 }
 
-/* The cached ranges past the delay (all: force) go back. Returns the bytes unmapped; *due: when
- * the next is due, 0 when none is left. */
-static size_t release(bool force, uint64_t *due)
+/* The cached ranges past the delay (all of them: force; malloc_trim) go back. Returns the bytes
+ * unmapped; *due: when the next is due (the background thread), 0 when none is left. */
+size_t sm_large_release(bool force, uint64_t *due)
 {
 	struct lcached drop[LARGE_DROP_MAX];
 	sm_lock(&large_lock);
@@ -680,21 +681,6 @@ static size_t release(bool force, uint64_t *due)
 		bytes += drop[i].len;
 	unmap_all(drop, nd);
 	return bytes;
-}
-
-/* The background thread: the ranges due go back. Returns when the next is due; 0: none. */
-uint64_t sm_large_expire_due(void)
-{
-	uint64_t due;
-	release(false, &due);
-	return due;
-}
-
-/* malloc_trim: every cached range goes back. Returns the bytes unmapped. */
-size_t sm_large_release_cached(void)
-{
-	uint64_t due;
-	return release(true, &due);
 }
 
 void sm_large_lock_all(void)

@@ -46,7 +46,8 @@ int sm_trim(void)
 		sm_cache_shrink(c);
 	}
 	size_t released = sm_pages_purge_all();
-	released += sm_large_release_cached();
+	uint64_t due;
+	released += sm_large_release(true, &due);
 	return released > 0;
 }
 
