@@ -96,6 +96,7 @@ void sm_init(void)
 __attribute__((constructor)) static void init_at_load(void)
 {
 	sm_init();
-	if (sm_opt.background) /* here, not in sm_init: outside malloc (it allocates) */
+	if (sm_opt.background) /* not in sm_init: a first malloc may come before libc can start
+				* threads */
 		sm_bg_start();
 }

@@ -670,7 +670,7 @@ int sm_malloc_trim(size_t pad);
 void sm_trim_self(struct tcache *tc);          /* drain tc's caches (its thread, slow path) */
 
 /* "background.c": SLUBMALLOC_BACKGROUND's thread, which purges on time */
-void sm_bg_start(void);  /* no lock held, not inside malloc's engine: at load, or sm_bg_poll */
+void sm_bg_start(void);  /* no engine lock held (pthread_create mallocs): at load, or sm_bg_poll */
 void sm_bg_kick(void);   /* memory became pending (page_lock or large_lock held) */
 void sm_bg_forked(void); /* fork's child handler */
 extern int sm_bg_want;   /* a forked child wants its thread */

@@ -93,7 +93,7 @@ bool sm_os_barrier_register(void);
 void sm_os_barrier_all(void);
 /* A detached thread that runs fn, every signal blocked, named name (15 characters at most).
  * One thread at a time. The only call of this layer that allocates (pthread_create): the
- * caller holds no lock and is not inside malloc. */
+ * caller holds no engine lock, since those mallocs come back into the engine. */
 bool sm_os_thread_start(void (*fn)(void), const char *name);
 /* Sleep while *word is val: until sm_os_wake(word), at most timeout_ns (0: no limit). */
 void sm_os_wait(int *word, int val, uint64_t timeout_ns);
