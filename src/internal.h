@@ -474,13 +474,11 @@ static inline uint32_t rec_room(const struct cache *c)
 }
 static inline void rec_put(uintptr_t obj, unsigned word, uintptr_t v)
 {
-	uintptr_t slot = obj + word * sizeof(uintptr_t);
-	*(uintptr_t *)slot = v ^ sm_g.secret ^ __builtin_bswap64(slot);
+	fp_set((void *)obj, (void *)v, word * (uint32_t)sizeof(uintptr_t));
 }
 static inline uintptr_t rec_get(uintptr_t obj, unsigned word)
 {
-	uintptr_t slot = obj + word * sizeof(uintptr_t);
-	return *(const uintptr_t *)slot ^ sm_g.secret ^ __builtin_bswap64(slot);
+	return (uintptr_t)fp_get((void *)obj, word * (uint32_t)sizeof(uintptr_t));
 }
 static inline void *checked_next(struct slab *s, void *obj, uint32_t fpoff)
 {
@@ -611,7 +609,8 @@ size_t sm_large_usable(const void *p);        /* 0: not one of ours */
 void *sm_large_realloc(void *p, size_t size); /* NULL: could not; copy instead */
 void sm_large_figures(uint64_t *live_n, uint64_t *live_bytes, uint64_t *cached_bytes,
 		      uint64_t *peak_n, uint64_t *peak_bytes);
-size_t sm_large_release(bool all, uint64_t *due); /* unmap the cached ranges due (all: malloc_trim) */
+size_t sm_large_release(bool all, uint64_t *due); /* unmap the cached ranges due (all: malloc_trim);
+						   * due may be NULL */
 void sm_large_lock_all(void);
 void sm_large_unlock_all(bool reinit);
 

@@ -451,8 +451,7 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 	bool dirty = base != 0;
 	if (!base) {
 		base = map_guarded(len, align, &guard);
-		uint64_t due;
-		if (!base && sm_large_release(true, &due)) /* the cache held the address space */
+		if (!base && sm_large_release(true, NULL)) /* the cache held the address space */
 			base = map_guarded(len, align, &guard);
 		if (!base)
 			return errno = ENOMEM, NULL;
@@ -664,7 +663,7 @@ void sm_large_figures(uint64_t *n, uint64_t *bytes, uint64_t *cached, uint64_t *
 }
 
 /* The cached ranges past the delay (all of them: force; malloc_trim) go back. Returns the bytes
- * unmapped; *due: when the next is due (the background thread), 0 when none is left. */
+ * unmapped; *due (unless NULL): when the next is due (the background thread), 0: none is left. */
 size_t sm_large_release(bool force, uint64_t *due)
 {
 	struct lcached drop[LARGE_DROP_MAX];
@@ -675,7 +674,8 @@ size_t sm_large_release(bool force, uint64_t *due)
 		if (cached[i].base && cached[i].when < oldest)
 			oldest = cached[i].when;
 	sm_unlock(&large_lock);
-	*due = oldest == UINT64_MAX ? 0 : oldest + sm_opt.purge_delay_ns;
+	if (due)
+		*due = oldest == UINT64_MAX ? 0 : oldest + sm_opt.purge_delay_ns;
 	size_t bytes = 0;
 	for (unsigned i = 0; i < nd; i++)
 		bytes += drop[i].len;

@@ -46,8 +46,7 @@ int sm_trim(void)
 		sm_cache_shrink(c);
 	}
 	size_t released = sm_pages_purge_all();
-	uint64_t due;
-	released += sm_large_release(true, &due);
+	released += sm_large_release(true, NULL);
 	return released > 0;
 }
 
