@@ -28,7 +28,7 @@ static void *alloc_class(unsigned cls, size_t req, void *caller, unsigned form)
 	struct stack *b = &tc->alloc_stack[cls], *f = &tc->free_stack[cls];
 	void *p;
 	/* SLUBMALLOC_STATS=1 (sizeclass.c): the fastpath's work, counted here */
-	if (f->top > f->floor) {
+	if (f->top > stack_floor(f)) {
 		p = *--f->top;
 		sm_count(&sm_g.caches[cls], EV_ALLOC_FAST, 1);
 	} else if (b->top != b->slots || (swap_pays(tc, f) && class_swap(b, f))) {
@@ -84,14 +84,18 @@ static SM_COLD void *no_region(unsigned cls, size_t size, size_t align)
 }
 
 /* malloc's fastpath found nothing it may pop: the allocation stack is empty, and the free
- * stack is empty or needs sorting first. A sorted free stack becomes the allocation stack
- * (class_swap) and malloc takes its top; else the slow path. */
+ * stack is empty or needs sorting first; or another thread poked them (sm_poke), and the
+ * thread's cache drains first. A sorted free stack becomes the allocation stack (class_swap)
+ * and malloc takes its top; else the slow path. */
 void *sm_alloc_swap(struct stack *b, size_t size, unsigned form)
 {
+	struct tcache *tc = sm_tcp;
+	struct stack *f = free_stack_beside(b);
+	if (unlikely(stack_poked(b) || stack_poked(f)))
+		sm_trim_self(tc);
 	if (unlikely(sm_sampling))
 		return sm_sample_swap(b, size, form);
-	struct stack *f = free_stack_beside(b);
-	hold_if_shared(sm_tcp);
+	hold_if_shared(tc);
 	if (f->top == f->slots || !class_swap(b, f)) /* (or every object was another thread's) */
 		return sm_alloc_slow(size, form);
 	return free_key_clear(*--b->top);

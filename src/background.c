@@ -4,8 +4,11 @@
  * program keeps what it freed last.
  * The thread purges what is due, then sleeps until the next deadline; after a purge delay with
  * nothing pending it sleeps until a kick. So it wakes about once a delay in a busy program, and
- * not at all in an idle one. It never allocates and never touches a thread cache (only the owner
- * writes one): objects in other threads' stacks go back at their next slow path or malloc_trim.
+ * not at all in an idle one. It never allocates.
+ * Free objects in a thread's stacks keep their slabs. Once a delay, it pokes each thread that
+ * has made no refill or flush since its last look (sm_poke: one CAS per floor): that thread's
+ * next malloc drains its cache, and the drained pages are purged a delay later. A thread is
+ * poked once per quiet spell, so a sleeping one is not poked again and again.
  * It starts at load (engine.c); a forked child starts its own at its first slow path.
  * bg_state is the futex word:
  *   BG_OFF: no thread; BG_STARTING: being created; BG_FAILED: pthread_create failed (never
@@ -14,7 +17,9 @@
  * A kick comes under page_lock or large_lock, after memory became pending there: BG_IDLE ->
  * BG_ARMED, and a wake. The thread swaps in BG_IDLE, then looks for pending memory under both
  * locks, then waits on BG_IDLE. So a kick either finds BG_IDLE and wakes it, or held its lock
- * before the thread's look, which then sees its memory. */
+ * before the thread's look, which then sees its memory.
+ * A thread's flush kicks too, with no lock: its free stack is full, and it may go quiet with
+ * that much. The thread goes idle only after a look found every thread quiet and poked. */
 #include "internal.h"
 
 enum { BG_OFF, BG_STARTING, BG_FAILED, BG_ARMED, BG_IDLE };
@@ -29,18 +34,45 @@ static uint64_t purge_due(void)
 	return !pages || (large && large < pages) ? large : pages;
 }
 
+/* Under the registry lock (sm_typed_registry_walk): poke tc if it has been quiet since the
+ * last look. Once poked, only after POKE_AGAIN more refills and flushes: its drain and the few
+ * refills after it are not a new spell of work. *busy: whether a thread was poked, or worked. */
+static void poke_quiet(struct tcache *tc, void *busy)
+{
+	uint32_t n = __atomic_load_n(&tc->slow_n, __ATOMIC_RELAXED);
+	if (n != tc->bg_seen) {
+		tc->bg_seen = n;
+		if (tc->bg_poked && n - tc->bg_poked_at < POKE_AGAIN)
+			return;
+		tc->bg_poked = 0;
+		*(bool *)busy = true; /* it may go quiet before the next look */
+	} else if (!tc->bg_poked) { /* its drain comes at its next malloc */
+		sm_poke(tc);
+		tc->bg_poked = 1;
+		tc->bg_poked_at = n;
+		*(bool *)busy = true;
+	}
+}
+
 static void bg_main(void)
 {
 	bool lingered = false;
+	uint64_t look = 0; /* when the threads are looked at next */
 	for (;;) {
-		uint64_t due = purge_due();
-		if (due || !lingered) { /* nothing pending: one more delay before the kicks are
-					 * needed, so a program that reuses its dirty pages at
-					 * once does not kick it each time */
-			uint64_t now = sm_os_now_ns(), wait = sm_opt.purge_delay_ns;
+		uint64_t due = purge_due(), now = sm_os_now_ns();
+		bool busy = false;
+		if (now >= look) {
+			sm_typed_registry_walk(poke_quiet, &busy);
+			look = now + sm_opt.purge_delay_ns;
+		}
+		if (due || !lingered || busy) { /* nothing pending: one more delay before the kicks
+						 * are needed, so a program that reuses its dirty
+						 * pages at once does not kick it each time; a thread
+						 * may go quiet, and a poke's drain is still to come */
+			uint64_t wait = sm_opt.purge_delay_ns;
 			if (due)
 				wait = due > now ? due - now : 0;
-			lingered = !due;
+			lingered = !due && !busy;
 			sm_os_wait(&bg_state, BG_ARMED, wait + BG_SLACK_NS);
 			continue;
 		}

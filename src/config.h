@@ -52,6 +52,9 @@
 						 * together, hold at most this many bytes of
 						 * objects: a class whose stacks would pass
 						 * it keeps cap_grown */
+#define POKE_AGAIN 64                           /* a thread the background thread poked is
+						 * poked again after this many more refills and
+						 * flushes (background.c) */
 #define SAMPLE_BATCH 32                         /* sampling (sample.c): a first refill brings at
 						 * most this many (doubling with each refill
 						 * after); a held free stack of this many

@@ -40,12 +40,12 @@ static inline void *sm_alloc_fast_form(size_t size, unsigned form)
 		struct stack *b = alloc_stack_for(size);
 		struct stack *f = free_stack_beside(b);
 		void **t = f->top;
-		if (t > f->floor) { /* the object freed last first (not when held) */
+		if (t > stack_floor_raw(f)) { /* the object freed last first (not when held) */
 			f->top = --t;
 			return free_key_clear(*t);
 		}
 		t = b->top;
-		if (likely(t > b->floor)) {
+		if (likely(t > stack_floor_raw(b))) {
 			b->top = --t;
 			return free_key_clear(*t);
 		}
@@ -123,14 +123,14 @@ static inline void *sm_alloc_prof_form(size_t size, unsigned form)
 		struct stack *b = alloc_stack_for(size), *f = free_stack_beside(b);
 		struct pf_count *pc = pf_count_beside(b);
 		void **t = f->top;
-		if (likely(t > f->floor)) { /* (so the thread is set up: its cache is writable) */
+		if (likely(t > stack_floor_raw(f))) { /* (so the thread is set up: its cache is writable) */
 			if (unlikely((pc->left -= (int64_t)size) < 0))
 				return sm_prof_direct_due(size, form);
 			f->top = --t;
 			return free_key_clear(*t);
 		}
 		t = b->top;
-		if (likely(t > b->floor)) {
+		if (likely(t > stack_floor_raw(b))) {
 			if (unlikely((pc->left -= (int64_t)size) < 0))
 				return sm_prof_direct_due(size, form);
 			b->top = --t;

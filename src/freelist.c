@@ -29,6 +29,10 @@
  *
  * WHO WRITES WHAT
  *   struct tcache: its own thread, with plain loads and stores; no atomics on the fastpath.
+ *   But a stack's floor: another thread pokes it (stack_poke, a CAS setting its top bit) under
+ *   the registry lock; the owner stores it, and reads it off the fastpath, with relaxed atomics.
+ *   slow_n: the owner's relaxed stores; the background thread reads it and writes bg_* under the
+ *   registry lock.
  *   Its typed-cache part also: a thread destroying that cache, once the owner is quiet
  *   (typed.c). The orphan cache: any thread, under the orphan lock (thread.c).
  *   Other threads' statistics read stack tops with relaxed loads, as a snapshot (stats.c).
@@ -46,7 +50,8 @@
  *   next, prev, on_partial, and the cache's partial and nr_*: under the cache lock. partial is
  *   also peeked without it (relaxed) and checked again under it.
  *   A region's free_mask, dirty_mask, map and list: under the page lock (region.c).
- *   The background thread (background.c) takes the page lock, then, apart, the large lock. Its
+ *   The background thread (background.c) takes the page lock, then, apart, the large lock, then,
+ *   apart, the registry lock. Its
  *   state word: atomic exchanges, and a futex wake from a kick under either lock.
  *   A debug cache has no stacks. Its debug_source is its own, under its dlock (debug.c).
  *   A depot's objects count as in use for their slabs, like those in stacks (depot.c).

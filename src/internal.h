@@ -215,6 +215,11 @@ struct tcache {
 	struct tcache *rnext, *rprev;    /* the registry of live thread caches (typed.c) */
 	struct sm_tstats *st;            /* SLUBMALLOC_STATS=1: this thread's event counters */
 	uint64_t trim_gen;               /* the last malloc_trim this thread has drained for */
+	uint32_t slow_n;      /* its refills and flushes: a sign of life (its relaxed stores) */
+	uint32_t bg_seen;     /* slow_n at the background thread's last look (that thread's,
+			       * under the registry lock, as the two below) */
+	uint32_t bg_poked_at; /* slow_n when it was poked last */
+	uint8_t bg_poked;     /* poked, and not at work since */
 };
 
 /* The thread-local state is two words of initial-exec TLS, so that a copy loaded by dlopen
@@ -667,10 +672,11 @@ SM_NORETURN void sm_fatal_in(const char *what, const void *p, const struct cache
 int sm_trim(void);                             /* malloc_trim(0): 1 when memory went back */
 int sm_malloc_trim(size_t pad);
 void sm_trim_self(struct tcache *tc);          /* drain tc's caches (its thread, slow path) */
+void sm_poke(struct tcache *tc);               /* another thread's: tc drains at its next malloc */
 
 /* "background.c": SLUBMALLOC_BACKGROUND's thread, which purges on time */
 void sm_bg_start(void);  /* no engine lock held (pthread_create mallocs): at load, or sm_bg_poll */
-void sm_bg_kick(void);   /* memory became pending (page_lock or large_lock held) */
+void sm_bg_kick(void);   /* memory became pending (page_lock or large_lock held), or a flush */
 void sm_bg_forked(void); /* fork's child handler */
 extern int sm_bg_want;   /* a forked child wants its thread */
 /* The slow paths of malloc and free, with no lock held: start a forked child's thread. */

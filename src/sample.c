@@ -208,7 +208,7 @@ static void arm(struct tcache *tc, struct source *src, struct stack *b, uint32_t
 	consume(tc, src, size, popped);
 	src->smp_mark = b->top;
 	uint32_t n = stack_count(b), left = until_sample(src, size, n);
-	b->floor = left <= n ? b->top - (left - 1) : b->slots;
+	stack_set_floor(b, left <= n ? b->top - (left - 1) : b->slots);
 }
 
 void sm_sample_skip(unsigned cls)
@@ -238,7 +238,7 @@ static void set_armed(struct tcache *tc, bool on)
 	for (unsigned i = 0; i < NCLASS; i++) {
 		struct stack *b = &tc->alloc_stack[i];
 		tc->source[i].smp_mark = b->top;
-		b->floor = b->slots;
+		stack_set_floor(b, b->slots);
 		sm_free_stack_floor(tc, i);
 	}
 }
@@ -314,7 +314,7 @@ void *sm_sample_swap(struct stack *b, size_t size, unsigned form)
 		if (!swap_pays(tc, f) || !class_swap(b, f)) {
 			consume(tc, src, csize, popped);
 			src->smp_mark = b->top;
-			b->floor = b->slots;
+			stack_set_floor(b, b->slots);
 			return sm_alloc_slow(size, form); /* a refill, which arms b */
 		}
 	}

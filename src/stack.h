@@ -1,7 +1,11 @@
 /* stack.h: a thread stack of object pointers (struct stack) and its operations: the pieces
  * of a thread's object cache that the fastpaths and tcache.c share. Included by internal.h.
- * Invariants: slots <= floor <= lim and slots <= top <= lim. A free stack's floor is slots or
- * lim; an allocation stack's is slots, or (SLUBMALLOC_KFENCE) just above its next sample. */
+ * Invariants: slots <= floor <= lim and slots <= top <= lim, with floor read through
+ * stack_floor. A free stack's floor is slots or lim; an allocation stack's is slots, or
+ * (SLUBMALLOC_KFENCE) just above its next sample.
+ * floor is the one word of a thread cache another thread may write: stack_poke sets its top
+ * bit (FLOOR_POKED), which stops malloc's fastpath. So its owner stores it, and its slow
+ * paths read it, with relaxed atomics (plain moves on x86-64 and arm64). */
 #ifndef SM_STACK_H
 #define SM_STACK_H
 
@@ -28,8 +32,53 @@ struct stack {
 	void **floor;    /* malloc's fastpath pops while top > floor. A free stack's is slots, or
 			  * lim while the stack is held (stack_held: its objects must be sorted
 			  * before reuse, class_swap). An allocation stack's is slots, or raised
-			  * to stop at a sample (kfence.c) */
+			  * to stop at a sample (kfence.c). Poked: FLOOR_POKED set as well */
 };
+
+/* A poked floor is above every address, so that malloc's fastpath stops at it and calls
+ * sm_alloc_swap, which drains the thread's cache (sm_trim_self). */
+#define FLOOR_POKED ((uintptr_t)1 << 63)
+
+/* The fastpaths' load of floor: a poked one too. A plain load, as the fastpaths' loads of
+ * top: gcc folds it into the compare, where a relaxed atomic load costs a mov more. Either
+ * value of a concurrent poke is right, and an aligned word is not torn. Under ThreadSanitizer
+ * (tests/sanitize.sh) it is the atomic load, which TSan sees. */
+static inline void **stack_floor_raw(const struct stack *b)
+{
+#ifdef SM_TSAN
+	return __atomic_load_n(&b->floor, __ATOMIC_RELAXED);
+#else
+	return b->floor;
+#endif
+}
+static inline void **floor_load(const struct stack *b)
+{
+	return __atomic_load_n(&b->floor, __ATOMIC_RELAXED);
+}
+/* floor without the poke: what the slow paths compare with. */
+static inline void **stack_floor(const struct stack *b)
+{
+	return (void **)((uintptr_t)floor_load(b) & ~FLOOR_POKED);
+}
+static inline bool stack_poked(const struct stack *b)
+{
+	return (uintptr_t)floor_load(b) & FLOOR_POKED;
+}
+/* The owner's store: it clears a poke. */
+static inline void stack_set_floor(struct stack *b, void **floor)
+{
+	__atomic_store_n(&b->floor, floor, __ATOMIC_RELAXED);
+}
+/* Another thread's: set FLOOR_POKED, whatever the owner stores meanwhile (a store after it
+ * only clears the poke). */
+static inline void stack_poke(struct stack *b)
+{
+	void **v = floor_load(b);
+	while (!((uintptr_t)v & FLOOR_POKED) &&
+	       !__atomic_compare_exchange_n(&b->floor, &v, (void **)((uintptr_t)v | FLOOR_POKED),
+					    true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
 
 static inline uint32_t stack_count(const struct stack *b)
 {
@@ -42,18 +91,20 @@ static inline uint32_t stack_cap(const struct stack *b)
 /* Give b the array v (v[-1] a NULL guard) of cap slots, empty. */
 static inline void stack_init(struct stack *b, void **v, uint32_t cap)
 {
-	b->top = b->slots = b->floor = v;
+	b->top = b->slots = v;
 	b->lim = v + cap;
+	stack_set_floor(b, v);
 }
 /* Take b's room away (its objects are gone): every call on it takes the slow path. */
 static inline void stack_close(struct stack *b)
 {
-	b->top = b->lim = b->floor = b->slots;
+	b->top = b->lim = b->slots;
+	stack_set_floor(b, b->slots);
 }
 /* Whether free stack f is held: malloc's fastpath does not pop it. */
 static inline bool stack_held(const struct stack *f)
 {
-	return f->floor != f->slots;
+	return stack_floor(f) != f->slots;
 }
 
 /* free()'s push, checks included: p onto b when there is room and p is not b's top already (a
@@ -82,10 +133,11 @@ static inline bool stack_swap(struct stack *a, struct stack *f)
 	f->top = atop;
 	f->lim = alim;
 	f->slots = aslots;
-	f->floor = held ? alim : aslots;
+	stack_set_floor(f, held ? alim : aslots);
 	a->top = ftop;
 	a->lim = flim;
-	a->slots = a->floor = fslots;
+	a->slots = fslots;
+	stack_set_floor(a, fslots);
 	return ftop != fslots;
 }
 

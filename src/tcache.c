@@ -117,7 +117,7 @@ void sm_free_stack_floor(struct tcache *tc, unsigned cls)
 	struct stack *f = &tc->free_stack[cls];
 	struct pf_count *pc = &tc->pf_direct[cls];
 	pc->held = tc->held && sm_g.caches[cls].size < 64;
-	f->floor = tc->smp_armed || pc->held ? f->lim : f->slots;
+	stack_set_floor(f, tc->smp_armed || pc->held ? f->lim : f->slots);
 }
 
 /* f (a held sub-line free_stack of the calling thread, pf_count.held) is about to become
@@ -209,6 +209,7 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct source *source, void **
  * caller, or NULL. */
 void *sm_refill(struct tcache *tc, unsigned cls)
 {
+	__atomic_store_n(&tc->slow_n, tc->slow_n + 1, __ATOMIC_RELAXED);
 	if (unlikely(tc->trim_gen != __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED)))
 		sm_trim_self(tc);
 	struct stack *b = &tc->alloc_stack[cls];
@@ -374,7 +375,7 @@ void sm_stacks_resize(struct tcache *tc, unsigned cls, uint32_t cap)
 {
 	tc->alloc_stack[cls].lim = tc->alloc_stack[cls].slots + cap;
 	tc->free_stack[cls].lim = tc->free_stack[cls].slots + cap;
-	tc->alloc_stack[cls].floor = tc->alloc_stack[cls].slots;
+	stack_set_floor(&tc->alloc_stack[cls], tc->alloc_stack[cls].slots);
 	sm_free_stack_floor(tc, cls);
 	if (unlikely(tc->smp_armed))
 		sm_sample_arm(&tc->alloc_stack[cls], 0);
@@ -415,7 +416,8 @@ static bool burst_stacks(struct tcache *tc, unsigned cls)
 		void **slots = v + 1 + k * (cap + 1);
 		uint32_t n = stack_count(b[k]);
 		memcpy(slots, b[k]->slots, n * sizeof(void *));
-		b[k]->slots = b[k]->floor = slots; /* (held again by sm_stacks_resize) */
+		b[k]->slots = slots;
+		stack_set_floor(b[k], slots); /* (held again by sm_stacks_resize) */
 		b[k]->top = slots + n;
 	}
 	tc->burst[cls] = v;
@@ -438,7 +440,10 @@ static void others_back(unsigned cls, void **o, uint32_t k)
  * cap_burst; else the older half goes back to the slabs. */
 void sm_flush(struct tcache *tc, unsigned cls)
 {
-	if (unlikely(tc->trim_gen != __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED))) {
+	__atomic_store_n(&tc->slow_n, tc->slow_n + 1, __ATOMIC_RELAXED);
+	sm_bg_kick(); /* its cache is full: it may keep that much if it goes quiet */
+	if (unlikely(tc->trim_gen != __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED) ||
+		     stack_poked(&tc->free_stack[cls]))) {
 		sm_trim_self(tc); /* drains this stack too */
 		return;
 	}

@@ -12,7 +12,8 @@
  * to it (sm_tcp), so a copy loaded by dlopen fits in glibc's spare static TLS. Until the
  * thread is set up, sm_tcp is sm_tc_new; after its exit, sm_tc_dead. Both are read-only and
  * have no room in any stack: every call on them takes a slow path, which checks the state.
- * Invariants: a cache is written by its own thread only (the orphan: by the lock's holder);
+ * Invariants: a cache is written by its own thread only (the orphan: by the lock's holder), but
+ * for pokes (trim.c) and the background thread's marks (background.c), under the registry lock;
  * state goes T_NEW -> T_LIVE -> T_DEAD, or stays T_NEW while no memory is left; sm_tc_new
  * and sm_tc_dead are never written (they are const: a write would fault). */
 #include <errno.h>
@@ -69,6 +70,7 @@ static void setup(struct tcache *tc, void **blk)
 	if (serial && !__atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED))
 		__atomic_store_n(&sm_subline_shared, 1, __ATOMIC_RELAXED); /* a second thread */
 	tc->trim_gen = __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED);
+	tc->slow_n = 1; /* (bg_seen is 0: not quiet before the background thread's first look) */
 	for (unsigned i = 0; i < NCLASS; i++) {
 		struct stack *stacks[3] = {&tc->alloc_stack[i], &tc->free_stack[i], &tc->remote_stack[i]};
 		for (int k = 0; k < 3; k++) {

@@ -1,10 +1,12 @@
-/* trim.c: giving memory back on request (malloc_trim).
+/* trim.c: giving memory back on request (malloc_trim), and the thread caches' drain.
  * The calling thread drains its own caches at once. Every other thread drains its own at its
- * next slow path (refill or flush), told by sm_trim_gen moving on. A thread cache is written by
- * its thread alone, so no thread empties another's.
+ * next malloc, or its next flush: a poke (sm_poke) stops its malloc fastpath, and
+ * sm_trim_gen moved on. A thread cache is written by its thread alone, so no thread empties
+ * another's. The background thread pokes threads that have gone quiet (background.c).
  * Then the depots go back to the slabs, and every cache frees its empty slabs, the min_partial
  * reserve too. Every dirty slab page is purged, and every cached large range is unmapped.
- * Invariant: sm_trim_gen only grows; a thread's trim_gen is the last value it drained for. */
+ * Invariants: sm_trim_gen only grows; a thread's trim_gen is the last value it drained for.
+ * A drain leaves every floor of the thread unpoked. */
 #include "internal.h"
 
 /* tc's stacks, other threads' objects, spill chains and active slabs back to the slabs. */
@@ -25,7 +27,27 @@ void sm_trim_self(struct tcache *tc)
 		if (tc->burst[i]) /* empty now: their pages go back (zero again: the guards) */
 			sm_os_purge(tc->burst[i], burst_bytes(i));
 		tc->source[i].refills = 0;
+		stack_set_floor(&tc->alloc_stack[i], tc->alloc_stack[i].slots);
+		sm_free_stack_floor(tc, i);
 	}
+	stack_set_floor(&tc->alloc_stack[NCLASS], tc->alloc_stack[NCLASS].slots);
+	stack_set_floor(&tc->free_stack[NCLASS], tc->free_stack[NCLASS].slots);
+}
+
+/* Another thread's request: tc (in the registry, so alive) drains at its next malloc. Its
+ * frees do not stop: a thread that only frees drains at its next flush. */
+void sm_poke(struct tcache *tc)
+{
+	for (unsigned i = 0; i <= NCLASS; i++) { /* (NCLASS: every size's, SLUBMALLOC_STATS=1) */
+		stack_poke(&tc->alloc_stack[i]);
+		stack_poke(&tc->free_stack[i]);
+	}
+}
+
+static void poke_other(struct tcache *tc, void *self)
+{
+	if (tc != self)
+		sm_poke(tc);
 }
 
 int sm_trim(void)
@@ -34,6 +56,7 @@ int sm_trim(void)
 		return 0;
 	__atomic_fetch_add(&sm_trim_gen, 1, __ATOMIC_RELAXED);
 	sm_trim_self(sm_tcp);
+	sm_typed_registry_walk(poke_other, sm_tcp);
 	sm_depot_drain();
 	for (unsigned i = 0; i < NCLASS; i++) {
 		struct cache *c = &sm_g.caches[i];

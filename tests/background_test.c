@@ -5,9 +5,12 @@
  * Usage: background_test on|off|fork (run.sh sets SLUBMALLOC_BACKGROUND to match, and
  * SLUBMALLOC_PURGE_DELAY_MS=200).
  *   on:   within 3 s, RSS must fall by 3/4 of what the frees left resident. A thread named
- *         slubmalloc-bg must exist. Three purge delays later it must sleep: over a second with
- *         nothing pending, its voluntary context switches may grow by 1 at most. Then a second round: its frees
- *         must wake the sleeping thread.
+ *         slubmalloc-bg must exist. Then it must go to sleep: over a second with nothing
+ *         pending, its voluntary context switches may grow by 1 at most. Before that second:
+ *         three purge delays (its last purges; a look that finds this thread quiet and pokes
+ *         it), one malloc (the poked cache drains), three more (that drain's purge, then a
+ *         delay with nothing due). Then a second round: its frees must wake the sleeping
+ *         thread.
  *   off:  for 1 s RSS must not fall by a quarter of it, and no such thread may exist (so the
  *         figure "on" needs is not there by itself).
  *   fork: "on", in a child forked by a process that has the thread (started at load): the
@@ -119,7 +122,10 @@ static void round_of(int on, const char *label)
     check(tid != 0, "%s: no thread slubmalloc-bg", label);
     if (tid) {
         const char *d = getenv("SLUBMALLOC_PURGE_DELAY_MS");
-        nap_ms(3 * (d ? atol(d) : 1000)); /* its last purges, then a delay with nothing due */
+        long delay = d ? atol(d) : 1000;
+        nap_ms(3 * delay); /* (see the top) */
+        free(malloc(OBJ));
+        nap_ms(3 * delay);
         long s0 = switches(tid);
         nap_ms(1000);
         long s1 = switches(tid);

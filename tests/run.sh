@@ -136,6 +136,12 @@ run_test background_off 1 env SLUBMALLOC_BACKGROUND=0 SLUBMALLOC_PURGE_DELAY_MS=
     build/tests/background_test off
 run_test background_fork 1 env SLUBMALLOC_BACKGROUND=1 SLUBMALLOC_PURGE_DELAY_MS=200 \
     build/tests/background_test fork
+# A thread that stays on the fastpaths gives its cache back: poked by the background thread,
+# or by another thread's malloc_trim (it kept 64 MiB of slabs before 2026-12-03)
+run_test quiet_thread_background 1 env SLUBMALLOC_BACKGROUND=1 SLUBMALLOC_PURGE_DELAY_MS=200 \
+    build/tests/quiet_thread_test background
+run_test quiet_thread_trim 1 env SLUBMALLOC_BACKGROUND=0 SLUBMALLOC_PURGE_DELAY_MS=200 \
+    build/tests/quiet_thread_test trim
 # The API's contract (alignment above all) with the blocks of debug caches and of profile
 # samples (their slots carry red zones and metadata: 8-aligned blocks before 2026-12-03)
 run_test api_contract_debug 1 env SLUBMALLOC_DEBUG=1 build/tests/api_contract
