@@ -8,7 +8,8 @@
  * Free objects in a thread's stacks keep their slabs. Once a delay, it pokes each thread that
  * has made no refill or flush since its last look (sm_poke: one CAS per floor): that thread's
  * next malloc drains its cache, and the drained pages are purged a delay later. A thread is
- * poked once per quiet spell, so a sleeping one is not poked again and again.
+ * poked again only after POKE_AGAIN more refills and flushes, so neither a sleeping thread nor
+ * the refills after a drain bring another poke.
  * It starts at load (engine.c); a forked child starts its own at its first slow path.
  * bg_state is the futex word:
  *   BG_OFF: no thread; BG_STARTING: being created; BG_FAILED: pthread_create failed (never

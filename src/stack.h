@@ -3,7 +3,7 @@
  * Invariants: slots <= floor <= lim and slots <= top <= lim, with floor read through
  * stack_floor. A free stack's floor is slots or lim; an allocation stack's is slots, or
  * (SLUBMALLOC_KFENCE) just above its next sample.
- * floor is the one word of a thread cache another thread may write: stack_poke sets its top
+ * floor is the one word of a thread's stacks another thread may write: stack_poke sets its top
  * bit (FLOOR_POKED), which stops malloc's fastpath. So its owner stores it, and its slow
  * paths read it, with relaxed atomics (plain moves on x86-64 and arm64). */
 #ifndef SM_STACK_H
