@@ -178,9 +178,11 @@ static void real_fault(void)
     (void)p[0];
 }
 
+static volatile size_t zero; /* malloc(zero): the compiler may not see the size */
+
 static void guard_fault(void)
 {
-    volatile char *z = malloc(0);
+    volatile char *z = malloc(zero);
     (void)z[0];
 }
 
@@ -211,7 +213,7 @@ static void handler_before(void)
     if (!check_seen(ccase_sig, ccase_how))
         exit(1);
     /* a real fault goes on to the program's handler with its address */
-    volatile char *p = fault_page(ccase_sig);
+    volatile char *volatile p = fault_page(ccase_sig);
     jump_back = 1;
     if (sigsetjmp(back, 1) == 0)
         (void)p[0];
@@ -250,7 +252,7 @@ static void guard_fault_dlopen(void)
 {
     load_library();
     void *(*lib_malloc)(size_t) = (void *(*)(size_t))dlsym(lib, "malloc");
-    volatile char *z = lib_malloc(0);
+    volatile char *z = lib_malloc(zero);
     (void)z[0];
 }
 
