@@ -4,8 +4,8 @@
  * The areas: KFENCE's pool (kfence.c reports those), the zero-size blocks (zero.c), a region's
  * pages that no slab has used yet (region.c), the guard pages of large blocks and freed debug
  * large blocks (large.c).
- * A fault anywhere else goes on to the handler the program had before, or to the default
- * action: the fault comes again and kills (platform/os.c, sm_os_on_fault).
+ * A fault anywhere else, and any signal a process sent, goes on to the handler the program had
+ * before, or to its disposition, as if this handler were not there (platform/os.c).
  * It runs in a signal handler: it takes no lock and allocates nothing. Its reads of the
  * allocator's tables are racy, which is good enough for a report that ends in abort. */
 #include <stdlib.h>

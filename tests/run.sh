@@ -148,6 +148,16 @@ run_test quiet_thread_background 1 env SLUBMALLOC_BACKGROUND=1 SLUBMALLOC_PURGE_
     build/tests/quiet_thread_test background
 run_test quiet_thread_trim 1 env SLUBMALLOC_BACKGROUND=0 SLUBMALLOC_PURGE_DELAY_MS=200 \
     build/tests/quiet_thread_test trim
+# SIGSEGV and SIGBUS keep their meaning: a raise, kill or sigqueue is delivered as without the
+# library (a raise(SIGSEGV) was swallowed before 2026-12-03), the program's handler set before
+# (dlopen) or after the library's gets the same arguments, a real fault in a guard area is reported
+for m in default:SLUBMALLOC_KFENCE=0 debug:SLUBMALLOC_DEBUG=1 kfence:SLUBMALLOC_KFENCE=100 \
+         prof:SLUBMALLOC_PROF=1; do
+    run_test "signal_${m%%:*}" 1 env "${m#*:}" SLUBMALLOC_PROF_FILE=/dev/null \
+        build/tests/signal_test preload
+    run_test "signal_${m%%:*}_dlopen" 0 env "${m#*:}" SLUBMALLOC_PROF_FILE=/dev/null \
+        build/tests/signal_test dlopen
+done
 # The API's contract (alignment above all) with the blocks of debug caches and of profile
 # samples (their slots carry red zones and metadata: 8-aligned blocks before 2026-12-03)
 run_test api_contract_debug 1 env SLUBMALLOC_DEBUG=1 build/tests/api_contract

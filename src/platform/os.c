@@ -151,21 +151,54 @@ bool sm_os_patch_undo(void *at, const uint8_t saved[SM_PATCH_LEN])
 	return write_code(at, saved, SM_PATCH_LEN);
 }
 
+/* SIGSEGV and SIGBUS. Ours owns a signal only when the kernel raised it for a fault
+ * (si_code > 0) and the hook owns the address: then the hook reports and aborts. Any other
+ * signal is passed on as if our handler were not there:
+ * - a signal sent by a process (kill, raise, sigqueue: si_code <= 0) carries no address, so
+ *   the hook never sees it;
+ * - a handler the program had before ours runs with the same arguments, under its own mask
+ *   and SA_RESETHAND, SA_NODEFER;
+ * - SIG_IGN ignores a sent signal; a fault is never ignored, as the kernel does;
+ * - SIG_DFL: the default action is put back and the signal sent again, with its siginfo, to
+ *   this thread. It is blocked here, so it arrives when this handler returns, and kills. */
 static void (*fault_hook)(void *addr);
 static struct sigaction fault_old[2]; /* SIGSEGV's and SIGBUS's handlers before ours */
 
+static void set_default(int sig)
+{
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+}
+
 static void on_fault(int sig, siginfo_t *si, void *ctx)
 {
-	fault_hook(si->si_addr);
-	struct sigaction *old = &fault_old[sig == SIGBUS];
-	if (old->sa_flags & SA_SIGINFO) {
-		old->sa_sigaction(sig, si, ctx);
-	} else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
-		old->sa_handler(sig);
-	} else { /* the fault comes again on return, and kills */
-		struct sigaction dfl = {.sa_handler = SIG_DFL};
-		sigaction(sig, &dfl, NULL);
+	bool sent = si->si_code <= 0;
+	if (!sent)
+		fault_hook(si->si_addr);
+	const struct sigaction *old = &fault_old[sig == SIGBUS];
+	if (old->sa_handler == SIG_IGN && sent)
+		return;
+	if (old->sa_handler == SIG_DFL || old->sa_handler == SIG_IGN) {
+		set_default(sig);
+		if (syscall(SYS_rt_tgsigqueueinfo, syscall(SYS_getpid), syscall(SYS_gettid), sig,
+			    si) != 0 && sent)
+			syscall(SYS_tgkill, syscall(SYS_getpid), syscall(SYS_gettid), sig);
+		return; /* a fault not sent again comes again on return */
 	}
+	if (old->sa_flags & SA_RESETHAND)
+		set_default(sig);
+	pthread_sigmask(SIG_BLOCK, &old->sa_mask, NULL);
+	if (old->sa_flags & SA_NODEFER) {
+		sigset_t self;
+		sigemptyset(&self);
+		sigaddset(&self, sig);
+		pthread_sigmask(SIG_UNBLOCK, &self, NULL);
+	}
+	if (old->sa_flags & SA_SIGINFO)
+		old->sa_sigaction(sig, si, ctx);
+	else
+		old->sa_handler(sig);
 }
 
 void sm_os_on_fault(void (*h)(void *addr))

@@ -68,8 +68,9 @@ bool sm_os_patch_jump(void *from, const void *to, uint8_t saved[SM_PATCH_LEN]);
 bool sm_os_patch_undo(void *at, const uint8_t saved[SM_PATCH_LEN]);
 
 /* ---- faults and stacks ---- */
-/* os.c: on SIGSEGV and SIGBUS, call h(faulting address) first; when h returns, the handler the
- * program had before runs (or the default action: the fault kills). */
+/* os.c: on a SIGSEGV or SIGBUS that the kernel raised for a fault, call h(faulting address)
+ * first. When h returns, and for a signal sent by a process, the signal goes on as if this
+ * handler were not there: to the handler the program had before, or its disposition. */
 void sm_os_on_fault(void (*h)(void *addr));
 /* unwind.c: up to max return addresses of the calling thread, the innermost skip frames left
  * out; returns how many. from: NULL, or __builtin_frame_address(0) of a function the caller
