@@ -23,13 +23,14 @@
 # Usage: tests/cpython.sh LIB [LOGDIR]
 #   CPYTHON_TESTS="test_dict test_gc"   run only these modules of the slice
 #   CPYTHON_JOBS=N                      modules run at a time (default 2)
+#   CPYTHON_TIMEOUT_SCALE=N             every timeout N times longer (SLUBMALLOC_DEBUG=1: 4)
 # The caller's SLUBMALLOC_* variables pass through (SLUBMALLOC_DEBUG=1 is a fine run), but for
 # SLUBMALLOC_STATS and SLUBMALLOC_VERBOSE: the tests would see their output.
 set -u
 unset LD_PRELOAD  # only the library's runs are preloaded, explicitly
 
 case ${1:-} in
-    ''|-h|--help) sed -n '2,27p' "$0"; exit 2 ;;
+    ''|-h|--help) sed -n '2,28p' "$0"; exit 2 ;;
 esac
 lib=$1
 case $lib in /*) ;; *) lib=$PWD/$lib ;; esac
@@ -47,6 +48,8 @@ else
 fi
 jobs=${CPYTHON_JOBS:-2}
 case $jobs in ''|*[!0-9]*|0) jobs=2 ;; esac
+scale=${CPYTHON_TIMEOUT_SCALE:-1}
+case $scale in ''|*[!0-9]*|0) scale=1 ;; esac
 py=/usr/bin/python3.11
 
 # The slice, longest first, so that the slots end together. module:timeout in seconds: two or
@@ -309,7 +312,7 @@ for pair in "${selected[@]}"; do
     while [ "${#running[@]}" -ge "$jobs" ]; do
         next_end
     done
-    module "${pair%%:*}" "${pair#*:}" &
+    module "${pair%%:*}" $((${pair#*:} * scale)) &
     running+=("${pair%%:*}")
 done
 while [ "${#running[@]}" -gt 0 ]; do
