@@ -2,13 +2,13 @@
 # tests/run.sh: the README's test command. Installs missing tools with apt-get (as root, only for
 # commands that are absent), configures `build` (release) if needed, builds with ninja, then runs
 # every test: the integration programs under LD_PRELOAD=build/preload/libslubmalloc.so with
-# SLUBMALLOC_EXPECT=1 and SLUBMALLOC_LIB set, tests/real_programs.sh, the bad-input suite, the
-# fuzzer (a minute), the aarch64 cross build under qemu-user (tests/cross.sh), the sanitizer
-# builds (tests/sanitize.sh), and every build/tests/**/unit_*
-# executable directly (no preload). Each test runs under `timeout`; one line per test:
-# `PASS name (secs)` or `FAIL name (exit code N)` followed by the last lines of its output
-# (full logs in build/test-logs/). The last line is exactly `N passed, M failed`; the exit status
-# is non-zero if anything failed. A missing preload library fails the preloaded tests.
+# SLUBMALLOC_EXPECT=1 and SLUBMALLOC_LIB set, tests/real_programs.sh, glibc's malloc tests
+# (tests/glibc_malloc.sh), the bad-input suite, the fuzzer (a minute), the aarch64 cross build
+# under qemu-user (tests/cross.sh), the sanitizer builds (tests/sanitize.sh), and every
+# build/tests/**/unit_* executable directly (no preload). Each test runs under `timeout`; one
+# line per test: `PASS name (secs)` or `FAIL name (exit code N)` followed by the last lines of its
+# output (full logs in build/test-logs/). The last line is exactly `N passed, M failed`; the exit
+# status is non-zero if anything failed. A missing preload library fails the preloaded tests.
 set -u
 
 cd "$(dirname "$0")/.." || exit 2
@@ -180,6 +180,11 @@ if [ -f "$lib" ]; then
 else
     report_fail real_programs "preload library build/preload/libslubmalloc.so is missing"
 fi
+
+# glibc 2.36's own malloc tests, built from the glibc-source tarball under build/glibc-tests
+# (once) and run on glibc and under the library: a test that passes on glibc and fails under
+# the library fails; the glibc-internal ones are skipped with their reason (tests/glibc_malloc.sh)
+run_test glibc_malloc 0 bash tests/glibc_malloc.sh "$lib" "$root/build"
 
 # bad inputs: each case under the preloaded library, judged by its signal and message
 run_test bad_input 0 bash tests/bad/run_bad.sh "$lib" build
