@@ -3,12 +3,13 @@
 # commands that are absent), configures `build` (release) if needed, builds with ninja, then runs
 # every test: the integration programs under LD_PRELOAD=build/preload/libslubmalloc.so with
 # SLUBMALLOC_EXPECT=1 and SLUBMALLOC_LIB set, tests/real_programs.sh, glibc's malloc tests
-# (tests/glibc_malloc.sh), the bad-input suite, the fuzzer (a minute), the aarch64 cross build
-# under qemu-user (tests/cross.sh), the sanitizer builds (tests/sanitize.sh), and every
-# build/tests/**/unit_* executable directly (no preload). Each test runs under `timeout`; one
-# line per test: `PASS name (secs)` or `FAIL name (exit code N)` followed by the last lines of its
-# output (full logs in build/test-logs/). The last line is exactly `N passed, M failed`; the exit
-# status is non-zero if anything failed. A missing preload library fails the preloaded tests.
+# (tests/glibc_malloc.sh), a slice of CPython's regression tests (tests/cpython.sh), the
+# bad-input suite, the fuzzer (a minute), the aarch64 cross build under qemu-user
+# (tests/cross.sh), the sanitizer builds (tests/sanitize.sh), and every build/tests/**/unit_*
+# executable directly (no preload). Each test runs under `timeout`; one line per test:
+# `PASS name (secs)` or `FAIL name (exit code N)` followed by the last lines of its output
+# (full logs in build/test-logs/). The last line is exactly `N passed, M failed`; the exit status
+# is non-zero if anything failed. A missing preload library fails the preloaded tests.
 set -u
 
 cd "$(dirname "$0")/.." || exit 2
@@ -78,8 +79,14 @@ fi
 
 lib=$root/build/preload/libslubmalloc.so
 
-# run_test NAME PRELOAD(0/1) CMD...
+# run_test [--timeout SECS] NAME PRELOAD(0/1) CMD...: SECS, if above per_test_timeout, bounds
+# this test instead
 run_test() {
+    local tmo=$per_test_timeout
+    if [ "$1" = --timeout ]; then
+        [ "$2" -gt "$tmo" ] && tmo=$2
+        shift 2
+    fi
     local name=$1 preload=$2
     shift 2
     local log=$logdir/$name.log
@@ -95,10 +102,10 @@ run_test() {
     t0=$(date +%s.%N)
     if [ "$preload" = 1 ]; then
         LD_PRELOAD=$lib SLUBMALLOC_EXPECT=1 SLUBMALLOC_LIB=$lib \
-            timeout -k 10 "$per_test_timeout" "$@" >"$log" 2>&1 </dev/null
+            timeout -k 10 "$tmo" "$@" >"$log" 2>&1 </dev/null
     else
         env -u LD_PRELOAD SLUBMALLOC_LIB="$lib" \
-            timeout -k 10 "$per_test_timeout" "$@" >"$log" 2>&1 </dev/null
+            timeout -k 10 "$tmo" "$@" >"$log" 2>&1 </dev/null
     fi
     rc=$?
     t1=$(date +%s.%N)
@@ -108,7 +115,7 @@ run_test() {
         echo "PASS $name ($secs)"
         npass=$((npass + 1))
     elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-        report_fail "$name" "timed out after ${per_test_timeout}s, exit code $rc" "$log"
+        report_fail "$name" "timed out after ${tmo}s, exit code $rc" "$log"
     else
         report_fail "$name" "exit code $rc, $secs" "$log"
     fi
@@ -180,6 +187,10 @@ if [ -f "$lib" ]; then
 else
     report_fail real_programs "preload library build/preload/libslubmalloc.so is missing"
 fi
+# CPython's regression tests with every object on the library (PYTHONMALLOC=malloc, the script
+# preloads it): 15 modules, those that fail run again on glibc; only a failure of the library's
+# counts (tests/cpython.sh). About 3.5 min on 2 cores; each module has a timeout, the whole 15 min.
+run_test --timeout 900 cpython 0 bash tests/cpython.sh "$lib"
 
 # glibc 2.36's own malloc tests, built from the glibc-source tarball under build/glibc-tests
 # (once) and run on glibc and under the library: a test that passes on glibc and fails under
