@@ -219,10 +219,10 @@ run_test fuzz 0 bash tests/fuzz/run_fuzz.sh 60
 
 # aarch64: a cross build run under qemu-user at 4, 16 and 64 KiB pages, with and without LSE
 # (tests/cross.sh installs gcc-aarch64-linux-gnu and qemu-user-static)
-run_test cross_aarch64 0 bash tests/cross.sh aarch64
+run_test --timeout 600 cross_aarch64 0 bash tests/cross.sh aarch64
 
 # ThreadSanitizer and UBSan builds of the unit and stress tests, linked with the engine
-run_test sanitizers 0 bash tests/sanitize.sh
+run_test --timeout 600 sanitizers 0 bash tests/sanitize.sh
 
 # ---------- unit tests (linked with the engine, no preload) ----------
 if [ -d build/tests ]; then
