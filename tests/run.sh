@@ -168,6 +168,10 @@ done
 # The API's contract (alignment above all) with the blocks of debug caches and of profile
 # samples (their slots carry red zones and metadata: 8-aligned blocks before 2026-12-03)
 run_test api_contract_debug 1 env SLUBMALLOC_DEBUG=1 build/tests/api_contract
+# The same under libslubmalloc-debug.so without U: its memcpy and memset checks must let the
+# engine's own writes (red zones, poison) through (they did not, before its range was known)
+run_test api_contract_debuglib 0 env LD_PRELOAD="$root/build/preload/libslubmalloc-debug.so" \
+    SLUBMALLOC_EXPECT=1 SLUBMALLOC_DEBUG=FZP build/tests/api_contract
 run_test api_contract_prof 1 env SLUBMALLOC_PROF=1 SLUBMALLOC_PROF_SAMPLE=4096 \
     SLUBMALLOC_PROF_FILE="$logdir/api_contract_prof" build/tests/api_contract
 # The patched entries of SLUBMALLOC_PROF=1 keep other threads' sub-line objects from reuse
