@@ -10,6 +10,7 @@
  * next malloc drains its cache, and the drained pages are purged a delay later. A thread is
  * poked again only after POKE_AGAIN more refills and flushes, so neither a sleeping thread nor
  * the refills after a drain bring another poke.
+ * With SLUBMALLOC_DEBUG's red zones or poison, each look checks every debug block (debug.c).
  * It starts at load (engine.c); a forked child starts its own at its first slow path.
  * bg_state is the futex word:
  *   BG_OFF: no thread; BG_STARTING: being created; BG_FAILED: pthread_create failed (never
@@ -63,6 +64,8 @@ static void bg_main(void)
 		uint64_t due = purge_due(), now = sm_os_now_ns();
 		bool busy = false;
 		if (now >= look) {
+			if (sm_opt.debug & (DBG_Z | DBG_P))
+				sm_debug_scan("by the background thread");
 			sm_typed_registry_walk(poke_quiet, &busy);
 			look = now + sm_opt.purge_delay_ns;
 		}

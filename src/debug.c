@@ -4,6 +4,7 @@
  * pay nothing for this file. Its slabs hold slots laid out as
  *     [ left red zone | object (class size) | right red zone | struct dmeta ]
  *        DBG_RZ bytes                          DBG_RZ bytes
+ * (32 bytes: a write 32 bytes before a block still lands in its own left red zone)
  * and malloc returns the object's address, which is never a slot start, so a debug pointer
  * fails the fastpath's object check by construction.
  * Invariants: dmeta.state is DSTATE_ALLOC ^ slot while the object is handed out and
@@ -17,7 +18,14 @@
  * With Q a freed object first waits in the quarantine (DSTATE_FREE, poisoned with P), which
  * holds up to QUAR_SLOTS objects and QUAR_BYTES bytes. A full quarantine lets a random one go:
  * reuse comes late and in no predictable order. The quarantine lock is a leaf: nothing is
- * taken under it. */
+ * taken under it.
+ * With E a freed object reads as zeros: with P, zero is the poison.
+ * A slot's state, red zones and poison change only under cache->dlock. So a scan
+ * (sm_debug_scan: at exit, by malloc_trim, by the background thread) takes each debug cache's
+ * dlock, then the page lock, and checks every slot: an allocated one's red zones, a free one's
+ * poison and red zones. A bug that no later malloc or free of its slab reaches is found there.
+ * A write into a block by memcpy, memmove or memset is checked against the block's bounds
+ * before it is made, by the debug library's entries (sm_debug_check_write). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -26,11 +34,13 @@
 
 #include "internal.h"
 
-#define DBG_RZ 16
+#define DBG_RZ 32
 #define DBG_RZ_BYTE 0xbb
 #define DBG_POISON 0x6b
 #define DSTATE_ALLOC 0xa110c8eda110c8edULL
 #define DSTATE_FREE 0xf4eef4eef4eef4eeULL
+
+#define DBG_FRAMES 6
 
 struct dmeta {
 	uint64_t state;
@@ -39,8 +49,18 @@ struct dmeta {
 	uint32_t alloc_tid, free_tid;
 	uint32_t form;          /* enum form: the call that allocated it */
 	uint32_t prof;          /* the profiler's stack id when it is a sample; 0: not one */
+	uint32_t nbt;           /* U: frames in alloc_bt */
+	void *alloc_bt[DBG_FRAMES]; /* U: the allocation's stack */
 	uint64_t fp;            /* the free pointer while free */
 };
+
+static const char *scan_when; /* "at exit", ...: set while a scan runs, for its reports */
+
+/* What a free object holds: DBG_POISON, or zeros with E. */
+static unsigned char poison_of(const struct cache *c)
+{
+	return c->debug & DBG_E ? 0 : DBG_POISON;
+}
 
 static inline struct dmeta *meta_of(const struct cache *c, char *slot)
 {
@@ -90,9 +110,16 @@ static void write_track(const char *what, void *ip, uint32_t tid)
 
 static void tracks(const struct cache *c, const struct dmeta *m)
 {
+	if (scan_when) {
+		sm_write(2, "slubmalloc:   found ");
+		sm_write(2, scan_when);
+		sm_write(2, "\n");
+	}
 	if (!(c->debug & DBG_U))
 		return;
-	if (m->alloc_ip)
+	if (m->nbt)
+		sm_write_stack("allocated", m->alloc_tid, m->alloc_bt, (int)m->nbt);
+	else if (m->alloc_ip)
 		write_track("allocated", m->alloc_ip, m->alloc_tid);
 	if (m->state == (DSTATE_FREE ^ (uintptr_t)m) && m->free_ip)
 		write_track("freed", m->free_ip, m->free_tid);
@@ -179,14 +206,15 @@ void *sm_debug_alloc(struct cache *c, size_t req, void *caller, unsigned form)
 	void *o = NULL;
 	sm_lock(&c->dlock);
 	uint32_t n = sm_fill(c, 0, &c->debug_source, &o, 1);
-	sm_unlock(&c->dlock);
-	if (!n)
+	if (!n) {
+		sm_unlock(&c->dlock);
 		return errno = ENOMEM, NULL;
+	}
 	char *slot = o;
 	struct dmeta *m = meta_of(c, slot);
 	if (m->state == (DSTATE_FREE ^ (uintptr_t)m)) { /* used before: check what free left */
 		if (c->debug & DBG_P) {
-			const unsigned char *bad = not_all(slot + DBG_RZ, c->osize, DBG_POISON);
+			const unsigned char *bad = not_all(slot + DBG_RZ, c->osize, poison_of(c));
 			if (bad)
 				report(c, slot, "poison overwritten (write after free)", bad);
 		}
@@ -199,8 +227,7 @@ void *sm_debug_alloc(struct cache *c, size_t req, void *caller, unsigned form)
 	m->req = req;
 	m->form = form;
 	m->prof = 0;
-	if (unlikely(sm_opt.prof) && !(c->debug & DBG_PROF) && sm_sample_prof_due(req))
-		m->prof = sm_prof_record(req);
+	m->nbt = 0;
 	m->alloc_ip = caller;
 	m->alloc_tid = tid(c);
 	m->free_ip = NULL;
@@ -211,6 +238,12 @@ void *sm_debug_alloc(struct cache *c, size_t req, void *caller, unsigned form)
 	}
 	if (c->debug & DBG_I)
 		memset(slot + DBG_RZ, 0, req);
+	sm_unlock(&c->dlock);
+	/* both may allocate: not under the lock */
+	if (unlikely(sm_opt.prof) && !(c->debug & DBG_PROF) && sm_sample_prof_due(req))
+		m->prof = sm_prof_record(req);
+	if (c->debug & DBG_U)
+		m->nbt = (uint32_t)sm_backtrace(m->alloc_bt, DBG_FRAMES, NULL);
 	return slot + DBG_RZ;
 }
 
@@ -301,14 +334,13 @@ static const char *mismatch(char *d, unsigned freed, unsigned made)
 void sm_debug_free(struct slab *s, void *p, void *caller, unsigned form)
 {
 	struct cache *c = s->cache;
+	sm_lock(&c->dlock);
 	struct dmeta *m = live_meta(s, p, "invalid free");
 	char *slot = (char *)p - DBG_RZ;
 	m->free_ip = caller;
 	m->free_tid = tid(c);
-	if (m->prof) {
-		sm_prof_drop(m->prof, m->req);
-		m->prof = 0;
-	}
+	uint32_t prof = m->prof;
+	m->prof = 0;
 	if ((c->debug & DBG_M) && m->form != form) {
 		char d[48];
 		report_free(c, slot, "mismatched free", mismatch(d, form, (unsigned)m->form));
@@ -316,10 +348,13 @@ void sm_debug_free(struct slab *s, void *p, void *caller, unsigned form)
 	if (c->debug & DBG_Z)
 		check_redzones(c, slot, m->req);
 	if (c->debug & DBG_P)
-		memset(p, DBG_POISON, c->osize);
-	else if (c->debug & DBG_I)
+		memset(p, poison_of(c), c->osize);
+	else if (c->debug & (DBG_I | DBG_E))
 		memset(p, 0, c->osize);
 	m->state = DSTATE_FREE ^ (uintptr_t)m;
+	sm_unlock(&c->dlock);
+	if (prof)
+		sm_prof_drop(prof, m->req);
 	if (!(c->debug & DBG_Q)) {
 		sm_free_to_slab(s, slot);
 		return;
@@ -347,4 +382,145 @@ void sm_debug_slab_init(struct slab *s)
 	struct cache *c = s->cache;
 	for (uint32_t i = 0; i < s->objects; i++)
 		meta_of(c, s->start + (size_t)i * s->size)->state = 0;
+}
+
+/* ---- writes by memcpy, memmove, memset (the debug library's entries, preload/memops.c) ---- */
+/* "slubmalloc: <call> of N bytes at 0x.. <what> (object 0x.., offset K, size S) in cache C",
+ * the writer's stack, the block's; then abort. */
+SM_NORETURN static void report_write(const struct cache *c, char *obj, size_t size,
+				     const struct dmeta *m, const char *call, uintptr_t a, size_t n,
+				     const char *what)
+{
+	const char *name = c ? c->name : "large";
+	sm_write(2, "slubmalloc: ");
+	sm_write(2, call);
+	sm_write(2, " of ");
+	sm_write_num(2, n, 10);
+	sm_write(2, " bytes at ");
+	sm_write_hex(2, a);
+	sm_write(2, " ");
+	sm_write(2, what);
+	sm_write(2, " (object ");
+	sm_write_hex(2, (uintptr_t)obj);
+	sm_write(2, ", offset ");
+	if (a < (uintptr_t)obj) {
+		sm_write(2, "-");
+		sm_write_num(2, (uintptr_t)obj - a, 10);
+	} else {
+		sm_write_num(2, a - (uintptr_t)obj, 10);
+	}
+	sm_write(2, ", size ");
+	sm_write_num(2, size, 10);
+	sm_write(2, ") in cache ");
+	sm_write(2, name);
+	sm_write(2, "\n");
+	void *bt[16];
+	int nbt = sm_backtrace(bt, 16, NULL);
+	if (nbt)
+		sm_write_stack(call, sm_os_tid(), bt, nbt);
+	if (m)
+		tracks(c, m);
+	abort();
+}
+
+void sm_debug_check_write(const void *dst, size_t n, const char *call, const void *ra)
+{
+	uintptr_t a = (uintptr_t)dst, block;
+	size_t size;
+	if (!n || (uintptr_t)ra - sm_bt_self_lo < sm_bt_self_hi - sm_bt_self_lo) /* the engine's */
+		return;
+	if (!region_is_ours(a)) {
+		if (!(sm_large_debug & DBG_Z) || !sm_large_debug_find(a, &block, &size))
+			return;
+		if (a < block)
+			report_write(NULL, (char *)block, size, NULL, call, a, n, "starts before the block");
+		if (n > block + size - a) /* (the guard page after it faults too) */
+			report_write(NULL, (char *)block, size, NULL, call, a, n, "overflows the block");
+		return;
+	}
+	struct slab *s = slab_of(a);
+	if (!s || !s->start || n > UINTPTR_MAX - a)
+		return;
+	uintptr_t i = (a - (uintptr_t)s->start) / s->size;
+	if (a < (uintptr_t)s->start) { /* below the first slot: bad if it reaches it */
+		if (a + n <= (uintptr_t)s->start)
+			return;
+		i = 0;
+	}
+	if (i >= s->objects)
+		return;
+	struct cache *c = s->cache;
+	char *slot = s->start + i * s->size;
+	if (!c->debug) { /* a block of the class size */
+		if (n > (uintptr_t)slot + s->size - a)
+			report_write(c, slot, s->size, NULL, call, a, n, "overflows the block");
+		return;
+	}
+	char *obj = slot + DBG_RZ;
+	if (a >= (uintptr_t)obj + c->osize && a + n > (uintptr_t)slot + s->size &&
+	    i + 1 < s->objects) { /* past this slot's object, into the next slot: that one's */
+		slot += s->size;
+		obj += s->size;
+	}
+	struct dmeta *m = meta_of(c, slot);
+	if (m->state == (DSTATE_FREE ^ (uintptr_t)m))
+		report_write(c, obj, m->req, m, call, a, n, "writes into a freed block");
+	if (m->state != (DSTATE_ALLOC ^ (uintptr_t)m))
+		report_write(c, obj, 0, NULL, call, a, n, "writes where no block was handed out");
+	if (a < (uintptr_t)obj)
+		report_write(c, obj, m->req, m, call, a, n, "starts before the block");
+	if (n > (uintptr_t)obj + m->req - a)
+		report_write(c, obj, m->req, m, call, a, n, "overflows the block");
+}
+
+/* ---- scans ---- */
+/* Every slot of slab s, when it is one of cache c's (the page lock and c->dlock held). */
+static void scan_slab(struct slab *s, void *arg)
+{
+	struct cache *c = arg;
+	if (s->cache != c || !s->start)
+		return;
+	for (uint32_t i = 0; i < s->objects; i++) {
+		char *slot = s->start + (size_t)i * s->size;
+		struct dmeta *m = meta_of(c, slot);
+		if (m->state == (DSTATE_ALLOC ^ (uintptr_t)m)) {
+			if (c->debug & DBG_Z)
+				check_redzones(c, slot, m->req);
+		} else if (m->state == (DSTATE_FREE ^ (uintptr_t)m)) {
+			const unsigned char *bad = NULL;
+			if (c->debug & DBG_P)
+				bad = not_all(slot + DBG_RZ, c->osize, poison_of(c));
+			if (bad)
+				report(c, slot, "poison overwritten (write after free)", bad);
+			if (c->debug & DBG_Z)
+				check_redzones(c, slot, c->osize);
+		} else if (m->state && (c->debug & DBG_Z)) { /* 0: never handed out */
+			check_redzones(c, slot, c->osize);
+			report(c, slot, "debug state overwritten (overflow of the block?)",
+			       (const unsigned char *)m);
+		}
+	}
+}
+
+void sm_debug_scan(const char *when)
+{
+	for (unsigned i = 0; i < NCLASS; i++) {
+		struct cache *c = &sm_g.caches[i];
+		if (!(c->debug & (DBG_Z | DBG_P)) || (c->debug & DBG_PROF))
+			continue;
+		sm_lock(&c->dlock);
+		sm_region_lock();
+		scan_when = when;
+		sm_region_walk_locked(scan_slab, c);
+		scan_when = NULL;
+		sm_region_unlock();
+		sm_unlock(&c->dlock);
+	}
+	sm_large_debug_scan(when);
+}
+
+__attribute__((destructor)) static void scan_at_exit(void)
+{
+	if (sm_opt.debug & (DBG_Z | DBG_P))
+		sm_debug_scan("at exit");
 }

@@ -43,7 +43,7 @@ void sm_init(void)
 	sm_vec_min = sm_opt.avx2 && cpu_has_avx2() ? 4 : SIZE_MAX;
 	sm_sizeclass_init(sm_opt.stats);
 	sm_region_first();
-	if (sm_opt.kfence || sm_opt.prof)
+	if (sm_opt.kfence || sm_opt.prof || sm_opt.debug) /* debug: this library's range too */
 		sm_backtrace_init();
 	if (sm_opt.kfence)
 		sm_kfence_init(sm_opt.kfence);

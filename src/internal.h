@@ -650,6 +650,11 @@ void sm_debug_slab_init(struct slab *s);   /* a new slab of a debug cache */
 void *sm_debug_alloc(struct cache *c, size_t req, void *caller, unsigned form);
 void sm_debug_free(struct slab *s, void *p, void *caller, unsigned form);
 size_t sm_debug_usable(struct slab *s, const void *p);
+void sm_debug_scan(const char *when);      /* every debug slot's red zones and poison */
+void sm_large_debug_scan(const char *when); /* large.c: every debug large block's red zones */
+bool sm_large_debug_find(uintptr_t a, uintptr_t *block, size_t *size); /* the one a is in */
+/* a write of n bytes at dst by call (memcpy, ...), from ra: within one block, or a report */
+void sm_debug_check_write(const void *dst, size_t n, const char *call, const void *ra);
 void sm_debug_set_prof(void *p, uint32_t id); /* p (a debug block) is sample id */
 extern unsigned sm_large_debug;            /* large.c: debug flags for large blocks, or 0 */
 void sm_debug_lock_all(void);              /* fork: the quarantine lock */

@@ -92,31 +92,6 @@ void *sm_kfence_alloc(size_t size)
 }
 
 /* ---- reports ---- */
-static void write_stack(const char *what, uint32_t tid, void *const *bt, int n)
-{
-	sm_write(2, "slubmalloc:   ");
-	sm_write(2, what);
-	sm_write(2, " by thread ");
-	sm_write_num(2, tid, 10);
-	sm_write(2, ":\n");
-	for (int i = 0; i < n; i++) {
-		sm_write(2, "slubmalloc:     #");
-		sm_write_num(2, (uint64_t)i, 10);
-		sm_write(2, " ");
-		sm_write_hex(2, (uintptr_t)bt[i]);
-		uintptr_t off; /* "(file+0x..)": what addr2line -e file takes */
-		const char *mod = sm_os_module(bt[i], &off);
-		if (mod) {
-			sm_write(2, " (");
-			sm_write(2, mod);
-			sm_write(2, "+");
-			sm_write_hex(2, off);
-			sm_write(2, ")");
-		}
-		sm_write(2, "\n");
-	}
-}
-
 /* "slubmalloc: KFENCE: <what> at 0x.. (<where> object 0x.., size S)", the stacks, abort. */
 SM_NORETURN static void report(const struct kslot *s, const char *what, uintptr_t at)
 {
@@ -141,9 +116,9 @@ SM_NORETURN static void report(const struct kslot *s, const char *what, uintptr_
 	sm_write(2, ", size ");
 	sm_write_num(2, s->size, 10);
 	sm_write(2, s->state == KF_FREED ? ", freed)\n" : ")\n");
-	write_stack("allocated", s->alloc_tid, s->alloc_bt, s->nalloc);
+	sm_write_stack("allocated", s->alloc_tid, s->alloc_bt, s->nalloc);
 	if (s->state == KF_FREED)
-		write_stack("freed", s->free_tid, s->free_bt, s->nfree);
+		sm_write_stack("freed", s->free_tid, s->free_bt, s->nfree);
 	abort();
 }
 

@@ -343,8 +343,10 @@ static const unsigned char *debug_bad_zone(const struct lentry *e)
 	return NULL;
 }
 
-/* "slubmalloc: redzone overwritten at 0x.. (large block 0x.., offset N, size S)", abort. */
-SM_NORETURN static void zone_report(const struct lentry *e, const unsigned char *bad)
+/* "slubmalloc: redzone overwritten at 0x.. (large block 0x.., offset N, size S)", abort.
+ * when: "at exit", ...: the scan that found it; NULL: a free. */
+SM_NORETURN static void zone_report(const struct lentry *e, const unsigned char *bad,
+				    const char *when)
 {
 	const unsigned char *p = (const unsigned char *)e->key;
 	sm_write(2, "slubmalloc: redzone overwritten at 0x");
@@ -356,7 +358,28 @@ SM_NORETURN static void zone_report(const struct lentry *e, const unsigned char 
 	sm_write(2, ", size ");
 	sm_write_num(2, e->req, 10);
 	sm_write(2, ")\n");
+	if (when) {
+		sm_write(2, "slubmalloc:   found ");
+		sm_write(2, when);
+		sm_write(2, "\n");
+	}
 	abort();
+}
+
+void sm_large_debug_scan(const char *when)
+{
+	if (!(sm_large_debug & DBG_Z))
+		return;
+	sm_lock(&large_lock);
+	for (size_t i = 0; table && i < table_cap; i++) {
+		const unsigned char *bad = table[i].key && table[i].req ? debug_bad_zone(&table[i]) : NULL;
+		if (bad) {
+			struct lentry m = table[i];
+			sm_unlock(&large_lock);
+			zone_report(&m, bad, when);
+		}
+	}
+	sm_unlock(&large_lock);
 }
 
 /* Free debug block e (lock held; released here). */
@@ -367,7 +390,7 @@ static void debug_free(struct lentry *e)
 		const unsigned char *bad = debug_bad_zone(&m);
 		if (bad) {
 			sm_unlock(&large_lock);
-			zone_report(&m, bad);
+			zone_report(&m, bad, NULL);
 		}
 	}
 	erase(e);
@@ -651,6 +674,23 @@ int sm_large_fault(uintptr_t a, uintptr_t *block, size_t *size)
 			return LF_FREED;
 		}
 	return LF_NONE;
+}
+
+/* For the debug library's memcpy checks: the live debug block whose pages hold a (no lock:
+ * the caller writes into it, so it is live unless the program is wrong). */
+bool sm_large_debug_find(uintptr_t a, uintptr_t *block, size_t *size)
+{
+	const struct lentry *t = __atomic_load_n(&table, __ATOMIC_RELAXED);
+	size_t cap = __atomic_load_n(&table_cap, __ATOMIC_RELAXED);
+	for (size_t i = 0; t && i < cap; i++) {
+		const struct lentry *e = &t[i];
+		if (e->key && e->req && a - (e->base + sm_page_size) < e->len - 2 * sm_page_size) {
+			*block = e->key;
+			*size = e->req;
+			return true;
+		}
+	}
+	return false;
 }
 
 void sm_large_figures(uint64_t *n, uint64_t *bytes, uint64_t *cached, uint64_t *pn,

@@ -7,18 +7,19 @@
 
 /* Run-time options (options.c): defaults, then the environment, read once at init. */
 #define DBG_F 1u   /* consistency checks: full double-free detection */
-#define DBG_Z 2u   /* red zones around objects, checked at free */
-#define DBG_P 4u   /* poison free objects, checked when handed out again */
+#define DBG_Z 2u   /* red zones around objects, checked at free and in scans (debug.c) */
+#define DBG_P 4u   /* poison free objects, checked when handed out again and in scans */
 #define DBG_U 8u   /* record allocation and free call sites and threads */
 #define DBG_Q 16u  /* quarantine: freed objects wait, and come back in random order */
 #define DBG_I 32u  /* init: objects zeroed when handed out (and freed, without P) */
 #define DBG_M 64u  /* mismatch: a block from new freed by delete[] (or free), and so on */
-#define DBG_PROF 128u /* a profile cache (prof.c): no checks; each block is a sample */
+#define DBG_E 128u /* erase: a freed object reads as zeros (with P, zero is the poison) */
+#define DBG_PROF 256u /* a profile cache (prof.c): no checks; each block is a sample */
 /* The call that allocated or freed a block, for M. The C calls (malloc's family, free) are
  * FORM_C. The fastpaths pass the form to the slow paths only: it costs them nothing. */
 enum form { FORM_C = 0, FORM_NEW = 1, FORM_NEW_ARRAY = 2 };
-#define DBG_LETTERS "FZPUQIM" /* bit i is letter i */
-#define DBG_ALL (DBG_F | DBG_Z | DBG_P | DBG_U | DBG_Q | DBG_I | DBG_M)
+#define DBG_LETTERS "FZPUQIME" /* bit i is letter i */
+#define DBG_ALL (DBG_F | DBG_Z | DBG_P | DBG_U | DBG_Q | DBG_I | DBG_M | DBG_E)
 struct sm_options {
 	int stats;                /* SLUBMALLOC_STATS */
 	int verbose;              /* SLUBMALLOC_VERBOSE */

@@ -65,3 +65,30 @@ void sm_fatal_in(const char *what, const void *p, const struct cache *c)
 	strcat(detail, c->name);
 	sm_fatal(what, p, detail);
 }
+
+/* "slubmalloc:   WHAT by thread T:", then one line a frame: its address, and its file and
+ * offset (what addr2line -e file takes). */
+void sm_write_stack(const char *what, uint32_t tid, void *const *bt, int n)
+{
+	sm_write(2, "slubmalloc:   ");
+	sm_write(2, what);
+	sm_write(2, " by thread ");
+	sm_write_num(2, tid, 10);
+	sm_write(2, ":\n");
+	for (int i = 0; i < n; i++) {
+		sm_write(2, "slubmalloc:     #");
+		sm_write_num(2, (uint64_t)i, 10);
+		sm_write(2, " ");
+		sm_write_hex(2, (uintptr_t)bt[i]);
+		uintptr_t off; /* "(file+0x..)": what addr2line -e file takes */
+		const char *mod = sm_os_module(bt[i], &off);
+		if (mod) {
+			sm_write(2, " (");
+			sm_write(2, mod);
+			sm_write(2, "+");
+			sm_write_hex(2, off);
+			sm_write(2, ")");
+		}
+		sm_write(2, "\n");
+	}
+}

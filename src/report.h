@@ -14,6 +14,8 @@ void sm_write_num_pad(int fd, uint64_t v, int base, int width);
 void sm_write_hex(int fd, uint64_t v);  /* "0x..." */
 /* "slubmalloc: WHAT of 0xP DETAIL" on stderr, then abort(). */
 SM_NORETURN void sm_fatal(const char *what, const void *p, const char *detail);
+/* a stack of n return addresses, one line a frame (kfence.c's and debug.c's reports) */
+void sm_write_stack(const char *what, uint32_t tid, void *const *bt, int n);
 #pragma GCC visibility pop
 
 #endif

@@ -3,6 +3,7 @@
  * next malloc, or its next flush: a poke (sm_poke) stops its malloc fastpath, and
  * sm_trim_gen moved on. A thread cache is written by its thread alone, so no thread empties
  * another's. The background thread pokes threads that have gone quiet (background.c).
+ * With SLUBMALLOC_DEBUG's red zones or poison, every debug block is checked first (debug.c).
  * Then the depots go back to the slabs, and every cache frees its empty slabs, the min_partial
  * reserve too. Every dirty slab page is purged, and every cached large range is unmapped.
  * Invariants: sm_trim_gen only grows; a thread's trim_gen is the last value it drained for.
@@ -54,6 +55,8 @@ int sm_trim(void)
 {
 	if (!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE))
 		return 0;
+	if (sm_opt.debug & (DBG_Z | DBG_P))
+		sm_debug_scan("by malloc_trim");
 	__atomic_fetch_add(&sm_trim_gen, 1, __ATOMIC_RELAXED);
 	sm_trim_self(sm_tcp);
 	sm_typed_registry_walk(poke_other, sm_tcp);

@@ -186,6 +186,14 @@ static void guard_fault(void)
     (void)z[0];
 }
 
+/* The byte just past a new large block: the guard page after it. */
+static void guard_fault_large(void)
+{
+    size_t n = 1u << 20;
+    char *volatile p = malloc(n);
+    (void)((volatile char *)p)[n];
+}
+
 /* dlopen mode: the program's handler comes first; the library's, installed at its load, must
  * chain to it with the same arguments. */
 static void *lib;
@@ -333,11 +341,14 @@ int main(int argc, char **argv)
             run_case("real_fault", real_fault, (struct want){sigs[s], NULL});
         }
         ccase_sig = SIGSEGV;
-        if (under_lib)
+        if (under_lib) {
             run_case("guard_fault", guard_fault,
                      (struct want){SIGABRT, "slubmalloc: access to a zero-size block"});
-        else
-            printf("skip guard_fault (no slubmalloc in LD_PRELOAD)\n");
+            run_case("guard_fault_large", guard_fault_large,
+                     (struct want){SIGABRT, "slubmalloc: out-of-bounds access"});
+        } else {
+            printf("skip guard_fault, guard_fault_large (no slubmalloc in LD_PRELOAD)\n");
+        }
     } else {
         fprintf(stderr, "usage: signal_test preload|dlopen\n");
         return 2;

@@ -18,6 +18,7 @@
 #include <new>
 #include <string>
 #include <alloca.h>
+#include <unistd.h>
 
 namespace {
 
@@ -35,7 +36,10 @@ size_t hide_size(size_t n)
 
 void (*volatile free_v)(void *) = free;
 void *(*volatile memcpy_v)(void *, const void *, size_t) = memcpy;
+void *(*volatile memmove_v)(void *, const void *, size_t) = memmove;
 void *(*volatile memset_v)(void *, int, size_t) = memset;
+extern "C" void *__memcpy_chk(void *, const void *, size_t, size_t);
+void *(*volatile memcpy_chk_v)(void *, const void *, size_t, size_t) = __memcpy_chk;
 
 int verdict(bool bad, const char *why_bad, const char *why_ok)
 {
@@ -70,7 +74,59 @@ int overrun(size_t n, size_t k, bool under, bool by_memcpy)
 	return survived(under ? "underflow went unnoticed" : "overflow went unnoticed");
 }
 
+/* ---- the same with no free afterwards: only a check at the write or at exit sees them ---- */
+enum { BY_HAND, BY_MEMCPY, BY_MEMMOVE, BY_MEMSET, BY_MEMCPY_CHK, NWAYS };
+const char *const way_name[NWAYS] = {"direct", "memcpy", "memmove", "memset", "memcpy_chk"};
+
+/* k bytes past the end (from inside the block: n + k bytes from its start), or before the
+ * start (k bytes ending at it); the program then exits. A call (memcpy, ...) must be caught
+ * at the call: the program leaves by _exit, so no check at exit sees it. */
+int overrun_nofree(size_t n, size_t k, bool under, int way)
+{
+	unsigned char *p = (unsigned char *)hide(malloc(n));
+	unsigned char *at = under ? p - k : p;
+	size_t len = under ? k : n + k;
+	memset(src_bytes, 'A', k);
+	switch (way) {
+	case BY_MEMCPY: memcpy_v(at, src_bytes, len); break;
+	case BY_MEMMOVE: memmove_v(at, src_bytes, len); break;
+	case BY_MEMSET: memset_v(at, 'A', len); break;
+	case BY_MEMCPY_CHK: memcpy_chk_v(at, src_bytes, len, (size_t)-1); break;
+	default:
+		for (size_t i = under ? 0 : n; i < len; i++)
+			((volatile unsigned char *)at)[i] = 'A';
+	}
+	survived(under ? "an underflow with no free went unnoticed"
+		       : "an overflow with no free went unnoticed");
+	if (way != BY_HAND)
+		_exit(0);
+	return 0;
+}
+
 /* ---- use after free ---- */
+/* A write after free that no later malloc or free reaches: the program exits. */
+int uaf_write_nofree(size_t n)
+{
+	unsigned char *p = (unsigned char *)hide(malloc(n));
+	free_v(p);
+	for (size_t i = 0; i < 8; i++)
+		((volatile unsigned char *)p)[i] = 'A';
+	return survived("a write after free went unnoticed");
+}
+
+/* Reads of a freed block must see zeros (zero on free): nothing of its old bytes is left. */
+int uaf_read_zero(size_t n)
+{
+	unsigned char *p = (unsigned char *)hide(malloc(n));
+	memset(p, 0xaa, n);
+	free_v(p);
+	size_t nonzero = 0;
+	for (size_t i = 0; i < n; i++)
+		nonzero += ((volatile unsigned char *)p)[i] != 0;
+	return verdict(nonzero > 0, "a freed block read as other than zeros",
+		       "the freed block read as zeros");
+}
+
 /* The freed block's first word set to an address the attacker chose: does a malloc return it? */
 int uaf_write(size_t n)
 {
@@ -262,6 +318,18 @@ int delete_array_new_string()
 	return survived("delete[] of a new std::string went unnoticed");
 }
 
+/* `delete (struct of 72 bytes *)new char[n]`: the sized delete says 72 bytes. */
+struct s72 {
+	char bytes[72];
+};
+
+int sized_delete_type(size_t n)
+{
+	s72 *p = (s72 *)hide(new char[n]);
+	delete p;
+	return survived("a sized delete of the wrong type went unnoticed");
+}
+
 int sized_delete(size_t n, bool larger)
 {
 	void *p = hide(::operator new(n));
@@ -298,10 +366,10 @@ int main(int argc, char **argv)
 		const char *tag;
 		size_t k;
 	} amounts[] = {{"1", 1}, {"32", 32}, {"1m", MIB}};
-	std::string names[160];
-	int (*runs[160])(size_t, size_t, int);
-	size_t ns[160], ks[160];
-	int modes[160];
+	std::string names[256];
+	int (*runs[256])(size_t, size_t, int);
+	size_t ns[256], ks[256];
+	int modes[256];
 	int total = 0;
 	auto add = [&](std::string name, int (*run)(size_t, size_t, int), size_t n, size_t k,
 		       int mode) {
@@ -321,6 +389,23 @@ int main(int argc, char **argv)
 				    },
 				    s.n, a.k, m);
 		}
+		for (auto &a : amounts) {
+			if (a.k == MIB)
+				continue;
+			for (int m = 0; m < 2 * NWAYS; m++) /* bit 0: underflow, m / 2: the way */
+				add(std::string(m & 1 ? "underflow_" : "overflow_") + a.tag + "_" +
+					    way_name[m / 2] + "_nofree" + z,
+				    [](size_t n, size_t k, int m) {
+					    return overrun_nofree(n, k, m & 1, m / 2);
+				    },
+				    s.n, a.k, m);
+		}
+		add("uaf_write_nofree" + z, [](size_t n, size_t, int) { return uaf_write_nofree(n); },
+		    s.n, 0, 0);
+		add("uaf_read_zero" + z, [](size_t n, size_t, int) { return uaf_read_zero(n); }, s.n,
+		    0, 0);
+		add("sized_delete_type" + z, [](size_t n, size_t, int) { return sized_delete_type(n); },
+		    s.n, 0, 0);
 		add("uaf_write" + z, [](size_t n, size_t, int) { return uaf_write(n); }, s.n, 0, 0);
 		add("uaf_write_after_malloc" + z,
 		    [](size_t n, size_t, int) { return uaf_write_between(n); }, s.n, 0, 0);
