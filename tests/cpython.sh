@@ -8,9 +8,9 @@
 # A case that fails on glibc too is this machine's, not the library's: it is reported and not
 # counted. A case that fails only under the library is a failure, and so is a `slubmalloc:`
 # report in a run's output. Such a case is not tried again under the library: a race in the
-# library would look flaky, and it is the failure this slice is for. Before all that, a python run under LD_PRELOAD must find LIB in its
-# /proc/self/maps (and one without must not), with PYTHONMALLOC=malloc in effect: else the
-# slice would prove nothing, and that is a failure too.
+# library would look flaky, and it is the failure this slice is for. Before all that, a python
+# run under LD_PRELOAD must find LIB in its /proc/self/maps (and one without must not), with
+# PYTHONMALLOC=malloc in effect: else the slice would prove nothing, and that is a failure too.
 # One line per module: `PASS test_dict (0.6s)`, `FAIL test_x: fails under slubmalloc, passes on
 # glibc ...` (the cases, the end of the first traceback, the logs), or `GLIBC-FAIL test_y: fails
 # on plain glibc too (not counted)`. The last line counts them with the wall time. The logs of
