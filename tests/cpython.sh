@@ -143,6 +143,13 @@ run_py() {
     echo "$pid" >"$work/$t.pid"
     { wait "$pid"; } 2>/dev/null  # no "Aborted" line from bash: the verdict says it
     local rc=$?
+    # what the run left in its group (a child that outlived its parent) ends now, with a word
+    local left
+    left=$(pgrep -g "$pid" | tr '\n' ' ')
+    if [ -n "$left" ]; then
+        echo "cpython.sh: killed the processes this run left behind: $left" >>"$log"
+        kill -KILL -- "-$pid" 2>/dev/null
+    fi
     rm -f "$work/$t.pid"
     return "$rc"
 }
