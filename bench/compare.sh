@@ -7,6 +7,7 @@
 # Writes bench/results/<date>-<host>.md (median time or throughput, ratio to slubmalloc, peak
 # RSS and its ratio, the fastest allocator per workload, geometric means, environment), the
 # merged hyperfine JSON per workload and a PNG chart of the ratios, and prints the table.
+# Its summary ends with bench/bulk's ratios: the bulk calls against a loop of single calls.
 #
 # Usage: bench/compare.sh [--quick] [--only NAME[,NAME...]] [--runs N] [--warmup N] [--no-install]
 #   --quick      smaller inputs and 3 runs; the default full mode: 10 runs
@@ -165,7 +166,7 @@ fi
 trap 'rm -rf "$TMPD" "$SHMD"' EXIT
 mkdir -p "$TMPD/runs" "$SHMD/in" "$SHMD/tmp"
 
-BENCH_TARGETS=(preload/libslubmalloc.so)
+BENCH_TARGETS=(preload/libslubmalloc.so bench/bulk)
 for w in "${SELECTED[@]}"; do
 	IFS='|' read -r -a fields <<<"$w"
 	read -r -a words <<<"${fields[3]}"
@@ -393,10 +394,35 @@ for w in "${SELECTED[@]}"; do
 	wi=$((wi + 1))
 done
 
+# ---------------------------------------------------------------- bulk calls
+# bench/bulk (seeds 000 and 001): a malloc_bulk/free_bulk round trip per object, as a share of
+# a malloc/free loop over the same objects in the same process (the seed's point: at most 0.40).
+echo "compare.sh: bench/bulk ($(elapsed) elapsed) ..." >&2
+BULK_LINE=$("$BUILD_ABS/bench/bulk" -P -p "$([ "$MODE" = quick ] && echo 2 || echo 5)" 2>/dev/null |
+	"$PY" -c '
+import sys
+r = {}
+for line in sys.stdin:
+    if line.startswith("RESULT name=bulk "):
+        f = dict(w.split("=", 1) for w in line.split()[1:])
+        r[int(f["n"])] = (float(f["bulk_cycles"]) / float(f["fallback_cycles"]),
+                          float(f["cache_bulk_cycles"]) / float(f["cache_fallback_cycles"]))
+ns = [n for n in (1, 8, 16, 64) if n in r]
+if not ns:
+    sys.exit("bench/bulk printed no RESULT line")
+bad = [n for n in (8, 16, 64) if n in r and r[n][0] > 0.40]
+print("bulk calls per object / a loop of single calls: malloc_bulk+free_bulk %s; "
+      "slub_cache bulk %s (%s)" % (
+          ", ".join("n=%d %.2f" % (n, r[n][0]) for n in ns),
+          ", ".join("n=%d %.2f" % (n, r[n][1]) for n in ns),
+          "met: at most 0.40 at n = 8..64" if not bad else
+          "NOT met at n = %s: needs <= 0.40" % ",".join(map(str, bad))))
+') || BULK_LINE="bulk calls: bench/bulk failed"
+
 # ---------------------------------------------------------------- environment header
 write_env_md "$TMPD/env.md" "$need_inputs"
 
 # ---------------------------------------------------------------- report
-REAL_WORKLOADS=$REAL_WORKLOADS "$PY" "$TMPD/report.py" report "$RAW" "$SPEC" "$TMPD/env.md" "$REPORT" "$STAMP" "${AVAIL[*]}" \
+REAL_WORKLOADS=$REAL_WORKLOADS BULK_LINE=$BULK_LINE "$PY" "$TMPD/report.py" report "$RAW" "$SPEC" "$TMPD/env.md" "$REPORT" "$STAMP" "${AVAIL[*]}" \
 	"$RUNS" "$WARMUP"
 echo "report: $REPORT, chart: bench/results/$STAMP.png ($(elapsed) total)"

@@ -282,6 +282,7 @@ def report(raw_path, spec_path, env_path, report_path, stamp, allocs, runs_n, wa
         targets.append("peak RSS slubmalloc/mimalloc geomean %.3f (%s)" % (
             1 / h, "met" if 1 / h <= 1.0 else "NOT met: needs <= 1.0"))
     line3 = "targets: " + "; ".join(targets)
+    line4 = os.environ.get("BULK_LINE", "bulk calls: not measured")
 
     png_name = stamp + ".png"
     err = chart(os.path.join(results_dir, png_name), order, summaries, allocs,
@@ -303,7 +304,7 @@ def report(raw_path, spec_path, env_path, report_path, stamp, allocs, runs_n, wa
             "program's RESULT line; wall = hyperfine mean ± stddev; user+sys = median CPU "
             "seconds. `*` marks the fastest allocator of a workload.\n\n")
         f.write(table + "\n\n")
-        f.write(line1 + "\n\n" + line2 + "\n\n" + line3 + "\n\n")
+        f.write(line1 + "\n\n" + line2 + "\n\n" + line3 + "\n\n" + line4 + "\n\n")
         f.write("### Per workload\n\n")
         f.write("slubmalloc / best peer > 1: slower than the fastest other allocator by that "
                 f"factor ({PEERS_NOTE}); the target is at most 1.10.\n\n")
@@ -322,6 +323,7 @@ def report(raw_path, spec_path, env_path, report_path, stamp, allocs, runs_n, wa
     print(line1)
     print(line2)
     print(line3)
+    print(line4)
     if err:
         print("chart: " + err, file=sys.stderr)
 

@@ -25,6 +25,7 @@ static void *alloc_class(unsigned cls, size_t req, void *caller, unsigned form)
 			return p ? free_key_clear(p) : (errno = ENOMEM, NULL);
 		}
 	}
+	zone_settle(tc);
 	struct stack *b = &tc->alloc_stack[cls], *f = &tc->free_stack[cls];
 	void *p;
 	/* SLUBMALLOC_STATS=1 (sizeclass.c): the fastpath's work, counted here */
@@ -91,6 +92,7 @@ void *sm_alloc_swap(struct stack *b, size_t size, unsigned form)
 {
 	struct tcache *tc = sm_tcp;
 	struct stack *f = free_stack_beside(b);
+	zone_settle(tc);
 	if (unlikely(stack_poked(b) || stack_poked(f)))
 		sm_trim_self(tc);
 	if (unlikely(sm_sampling))
@@ -136,6 +138,7 @@ void sm_free_slow(void *p, unsigned form)
 		if (!s || slab_index(s, a) == UINT32_MAX)
 			sm_fatal("invalid free", p, "(not the start of an object of slubmalloc)");
 		struct tcache *tc = sm_tcp;
+		zone_settle(tc); /* (before the double-free check: it keys free_bulk's run) */
 		struct stack *b = &tc->free_stack[s->cls];
 		if ((b->top != b->slots && b->top[-1] == p) ||
 		    (free_key_is_set(p) && sm_free_listed(tc, s, p)))

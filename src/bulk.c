@@ -1,11 +1,12 @@
 /* bulk.c: malloc_bulk and free_bulk, after the kernel's kmem_cache_alloc_bulk/free_bulk.
  * Allocation of one object is malloc's.
- * When the thread's stack holds n objects, they are one copy of its top n pointers and one store
- * of its top, with no branch per object.
+ * When one of the thread's stacks holds n objects (the free stack first, as malloc), they are one
+ * copy of its top n pointers and one store of its top, with no branch per object.
  * Otherwise whole runs come from the stack, then straight from the slab sources (spill chain,
  * take-all, carving) into the caller's array. There are never n trips through malloc.
  * Free checks a run of pointers into one slab against that slab's descriptor, read once per run.
- * The run is pushed onto the thread's free stack with one store of its top.
+ * The run is pushed onto the thread's free stack with one store of its top. It writes no free
+ * key: it joins the thread's unkeyed zone (below).
  * The checks are in bulk_runs.h, scalar or four at a time with AVX2. The whole array as one run
  * is tried first.
  * A pointer that fails a check, or finds the free stack full, takes free()'s slow path. That
@@ -79,13 +80,55 @@ static __attribute__((noinline, target("avx2"))) size_t copy_ptrs_avx2(void **ds
 #define copy_ptrs_avx2 copy_ptrs_n
 #endif
 
-/* Objects pushed on a size class's free stack get the free key (internal.h), as free()'s do
- * (a typed cache's stacks keep none). */
-static inline void set_keys(void **v, void **end, const struct cache *typed)
+/* ---- the unkeyed zone ----
+ * Every object on a thread's stacks carries the free key, so that free() finds a double free
+ * (internal.h). A run that free_bulk pushes need not carry it yet.
+ * The run's free stack gets a lower lim: the run's start. The thread records that stack
+ * (tcache.zone) and its real lim (zone_lim).
+ * Objects at lim and above carry no key. Objects below it do.
+ * While the zone holds objects (top > lim), free()'s fastpath finds no room. Its slow path keys
+ * them first (sm_zone_settle) and gives the stack its lim back.
+ * malloc pops them as any object. malloc_bulk pops them and clears no key.
+ * So a malloc_bulk/free_bulk round trip writes no object.
+ * A thread has one zone. A run for another stack, a held one or a typed cache's is keyed at once.
+ * Every slow path that reads a stack's lim or moves its objects settles the zone first. */
+static inline void set_keys(void **v, void **end)
 {
-	if (!typed)
-		for (; v < end; v++)
-			free_key_set(*v);
+	for (; v < end; v++)
+		free_key_set(*v);
+}
+
+void sm_zone_settle(struct tcache *tc)
+{
+	struct stack *b = tc->zone;
+	set_keys(b->lim, b->top);
+	b->lim = tc->zone_lim;
+	tc->zone = NULL;
+}
+
+/* Where b's room for a run ends: its lim, or its real lim while it is the thread's zone. */
+static inline void **run_lim(const struct tcache *tc, const struct stack *b)
+{
+	return b == tc->zone ? tc->zone_lim : b->lim;
+}
+
+/* A run now lies at [dst, b->top) of b: the zone covers it, or it gets its keys (a typed
+ * cache's stacks keep none). */
+static inline void run_pushed(struct tcache *tc, struct stack *b, void **dst,
+			      const struct cache *typed)
+{
+	if (typed)
+		return;
+	if (b == tc->zone) {
+		if (b->lim > dst) /* malloc emptied the zone, and free() pushed keyed objects */
+			b->lim = dst;
+	} else if (!tc->zone && stack_floor_raw(b) == b->slots) { /* not held, not poked */
+		tc->zone = b;
+		tc->zone_lim = b->lim;
+		b->lim = dst;
+	} else {
+		set_keys(dst, b->top);
+	}
 }
 
 /* The objects handed out lose their free key (internal.h), as malloc's do. */
@@ -110,6 +153,7 @@ static SM_COLD size_t alloc_slow(size_t size, size_t n, void **ptrs)
 		tc = sm_thread_start();
 	if (tc->state != T_LIVE)
 		return alloc_each(size, n, ptrs);
+	zone_settle(tc);
 	size_t got = sm_take_n(&sm_g.caches[cls], tc->id, &tc->alloc_stack[cls], &tc->free_stack[cls],
 			       &tc->source[cls], ptrs, n);
 	return got == n ? clear_keys(ptrs, n) : take_fail(got, ptrs);
@@ -126,37 +170,33 @@ static SM_COLD size_t malloc_bulk_slow(size_t size, size_t n, void **ptrs)
 	return alloc_slow(size, n, ptrs);
 }
 
-/* One object, the stack empty (or a large size, or no array): malloc's own paths. */
-static __attribute__((noinline)) size_t one_slow(size_t size, void **ptrs)
-{
-	if (!ptrs)
-		return malloc_bulk_slow(size, 1, ptrs); /* EINVAL */
-	void *p = sm_alloc_fast(size);
-	if (unlikely(!p))
-		return 0;
-	ptrs[0] = p;
-	return 1;
-}
-
-/* n objects (n != 1, or any n prof_bulk counted): n from the top of the thread's stack in
- * one copy (inline for short arrays, else a tail call). */
+/* n objects (n != 1, or any n prof_bulk counted) from the top of one of the thread's stacks,
+ * in one copy (inline for short arrays, else a tail call). The free stack first, as malloc
+ * pops it, unless it is held or poked (its floor): a round trip with free_bulk stays on it.
+ * Its objects at lim and above carry no key (the zone); the others lose theirs. The stacks are
+ * empty in debug and stats modes and until the thread is set up: the slow path. */
 static __attribute__((noinline)) size_t many(size_t size, size_t n, void **ptrs)
 {
-	if (likely(size - 1 < MAX_SMALL && ptrs)) {
-		/* the fastpath's stack; empty in debug and stats modes and until the thread
-		 * is set up, so those go to the slow path */
-		struct stack *b = alloc_stack_for(size);
-		void **t = b->top;
-		if (likely((size_t)(t - b->slots) >= n && n)) {
-			t -= n;
-			b->top = t;
+	if (likely(size - 1 < MAX_SMALL && ptrs && n)) {
+		struct stack *b = alloc_stack_for(size), *f = free_stack_beside(b);
+		void **t = f->top, **end, **floor = stack_floor_raw(f);
+		if (t > floor && (size_t)(t - floor) >= n) {
+			end = t;
+			f->top = t -= n;
+			if (f->lim < end) /* the zone's objects carry no key */
+				end = f->lim > t ? f->lim : t;
+			clear_keys(t, (size_t)(end - t));
+		} else if ((size_t)((t = b->top) - b->slots) >= n) {
+			b->top = t -= n;
 			clear_keys(t, n);
-			if (n < 4) { /* inline: one 16-byte move and perhaps one more pointer */
-				copy_ptrs(ptrs, t, n);
-				return n;
-			}
-			return n >= sm_vec_min ? copy_ptrs_avx2(ptrs, t, n) : copy_ptrs_n(ptrs, t, n);
+		} else {
+			return malloc_bulk_slow(size, n, ptrs);
 		}
+		if (n < 4) { /* inline: one 16-byte move and perhaps one more pointer */
+			copy_ptrs(ptrs, t, n);
+			return n;
+		}
+		return n >= sm_vec_min ? copy_ptrs_avx2(ptrs, t, n) : copy_ptrs_n(ptrs, t, n);
 	}
 	return malloc_bulk_slow(size, n, ptrs);
 }
@@ -174,21 +214,16 @@ static size_t prof_bulk(size_t size, size_t n, void **ptrs)
 	return n;
 }
 
-/* One object as malloc's fastpath takes it, straight through; any other n: a tail call. */
+/* One object is malloc's: its fastpath, inline; any other n: a tail call. */
 SM_EXPORT SM_HOT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 {
-	if (unlikely(n != 1))
+	if (unlikely(n != 1 || !ptrs))
 		return many(size, n, ptrs);
-	if (likely(size - 1 < MAX_SMALL && ptrs)) {
-		struct stack *b = alloc_stack_for(size);
-		void **t = b->top;
-		if (likely(t != b->slots)) {
-			b->top = --t;
-			ptrs[0] = free_key_clear(*t);
-			return 1;
-		}
-	}
-	return one_slow(size, ptrs);
+	void *p = sm_alloc_fast(size);
+	if (unlikely(!p))
+		return 0;
+	ptrs[0] = p;
+	return 1;
 }
 
 SM_SELF(malloc_bulk_self, malloc_bulk);
@@ -224,12 +259,12 @@ static inline struct stack *run_start(struct tcache *tc, uintptr_t a, struct cac
 #include "bulk_runs.h"
 #endif
 
-static SM_COLD void free_rest(struct tcache *tc, void **at, void **end)
+static SM_COLD void free_rest(void **at, void **end)
 {
 	do {
 		if (*at)
 			sm_free_slow(*at, FORM_C); /* flush, report, large, or a thread without a cache */
-		at = free_runs(tc, at + 1, end, NULL);
+		at = free_runs(sm_tcp, at + 1, end, NULL); /* (the slow path may set the thread up) */
 	} while (at != end);
 }
 
@@ -241,7 +276,7 @@ static __attribute__((noinline, target("avx2"))) void free_bulk_runs_avx2(size_t
 	struct tcache *tc = sm_tcp;
 	void **at = free_runs_avx2(tc, ptrs, ptrs + n, NULL);
 	if (unlikely(at != ptrs + n))
-		free_rest(tc, at, ptrs + n);
+		free_rest(at, ptrs + n);
 }
 
 static __attribute__((noinline, target("avx2"))) void free_bulk_avx2(size_t n, void **ptrs)
@@ -298,7 +333,7 @@ static __attribute__((noinline)) void free_bulk_scalar(size_t n, void **ptrs)
 	struct tcache *tc = sm_tcp;
 	void **at = free_runs(tc, ptrs, ptrs + n, NULL);
 	if (unlikely(at != ptrs + n))
-		free_rest(tc, at, ptrs + n);
+		free_rest(at, ptrs + n);
 }
 
 static __attribute__((noinline)) void free_short(size_t n, void **ptrs)
@@ -317,14 +352,15 @@ static inline bool short_run(size_t n, void **ptrs)
 	struct stack *b = run_start(sm_tcp, (uintptr_t)ptrs[0], NULL, &d);
 	if (unlikely(!b))
 		return false;
+	struct tcache *tc = sm_tcp;
 	void **t = b->top;
-	if (unlikely(b->lim - t < (ptrdiff_t)n))
+	if (unlikely(run_lim(tc, b) - t < (ptrdiff_t)n))
 		return false;
 	if (unlikely(!short_run_ok(d, ptrs, n, t[-1]))) /* the first passed run_start */
 		return false;
 	copy_ptrs(t, ptrs, n); /* all checked: one push */
 	b->top = t + n;
-	set_keys(t, t + n, NULL);
+	run_pushed(tc, b, t, NULL);
 	return true;
 }
 

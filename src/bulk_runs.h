@@ -9,7 +9,8 @@
  * or end. With typed NULL, objects of the size classes go to the thread's stacks, as free()
  * would put them; with a typed cache (slub_cache_free_bulk: the caller has entered, and tc's
  * stacks serve it), every pointer must be an object of that cache, checked once per run, and
- * goes to its typed_free. Every object pushed on a size class's stack gets the free key (bulk.c).
+ * goes to its typed_free. A run pushed on a size class's stack joins the thread's unkeyed zone, or
+ * gets the free key (bulk.c).
  * A run is a stretch of pointers into one slab, checked against the descriptor d of the first
  * one's page, whose read-only fields are read once per run. run_start (bulk.c) checks the
  * first pointer as free() does (ours, an object: a page of no slab fails it, so d is a slab's
@@ -87,7 +88,7 @@ static RUNS_ATTR bool one_run(struct tcache *tc, void **src, size_t n, struct ca
 	if (unlikely(!b))
 		return false;
 	void **dst = b->top;
-	if (unlikely(b->lim - dst < (ptrdiff_t)n))
+	if (unlikely(run_lim(tc, b) - dst < (ptrdiff_t)n))
 		return false;
 	struct run_vec v = run_vec_of(d);
 	__m256i before = bcast64(&dst[-1]); /* the stack's top: slots[-1] is a NULL guard */
@@ -101,7 +102,7 @@ static RUNS_ATTR bool one_run(struct tcache *tc, void **src, size_t n, struct ca
 		before = bcast64(&src[j - 1]);
 	}
 	b->top = dst + n;
-	set_keys(dst, dst + n, typed);
+	run_pushed(tc, b, dst, typed);
 	return true;
 }
 #else
@@ -117,7 +118,7 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 		if (unlikely(!b))
 			break; /* the slow path takes it from here */
 		void **dst = b->top, **first = src;
-		ptrdiff_t room = b->lim - dst;
+		ptrdiff_t room = run_lim(tc, b) - dst;
 		if (unlikely(room <= 0))
 			break; /* full (flush), or a thread without a cache */
 		uintptr_t lo = (uintptr_t)d->start;
@@ -153,8 +154,9 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 		}
 		if (unlikely(src == first))
 			break; /* its first pointer failed a check: the slow path reports it */
-		set_keys(b->top, dst, typed);
+		void **from = b->top;
 		b->top = dst;
+		run_pushed(tc, b, from, typed);
 	}
 	return src;
 }

@@ -220,6 +220,10 @@ struct tcache {
 			       * under the registry lock, as the two below) */
 	uint32_t bg_poked_at; /* slow_n when it was poked last */
 	uint8_t bg_poked;     /* poked, and not at work since */
+	/* free_bulk's unkeyed run (bulk.c): the free stack whose objects at its lim and above
+	 * carry no free key, NULL when none; zone_lim is that stack's real lim. */
+	struct stack *zone;
+	void **zone_lim;
 };
 
 /* The thread-local state is two words of initial-exec TLS, so that a copy loaded by dlopen
@@ -345,7 +349,7 @@ static inline void *fp_get(void *obj, uint32_t off)
 
 /* ---- the free key: double frees caught in the default mode (harden.c) ----
  * free() stores FREE_KEY in word 1 of each object it pushes on a thread stack (and a refill
- * in each object it carves); every
+ * in each object it carves). free_bulk's runs get it late, in sm_zone_settle (bulk.c). Every
  * path that hands an object out clears it (malloc, the slow paths, malloc_bulk). A free that
  * finds the key already there takes the slow path, which looks for the object on the
  * thread's stacks and its slab's freelist and reports a double free when it is there; else
@@ -368,6 +372,15 @@ static inline void *free_key_clear(void *p)
 {
 	((uint64_t *)p)[1] = 0;
 	return p;
+}
+
+/* The thread's unkeyed zone (bulk.c) gets its keys before a slow path reads a stack's lim or
+ * moves its objects: every slow path that does calls this first. */
+void sm_zone_settle(struct tcache *tc);
+static inline void zone_settle(struct tcache *tc)
+{
+	if (unlikely(tc->zone))
+		sm_zone_settle(tc);
 }
 
 /* Whether a sized free of size bytes fits a block of have bytes from below: malloc puts a size

@@ -457,6 +457,68 @@ static void case_invalid_reported(void)
 	expect_report(bad_large_interior, NULL, "free_bulk with an interior pointer of a large block");
 }
 
+/* ---- free_bulk's unkeyed run (bulk.c): a later free() still finds a double free ----
+ * Each state the run can be in before the free() of one of its objects: just pushed; extended
+ * by a second free_bulk; partly popped by malloc and by malloc_bulk; followed by a run of
+ * another size. The object freed again is the first, a middle or the last of the run. */
+struct zone_case {
+	int state; /* 0..4, as above */
+	int which; /* 0 first, 1 middle, 2 last */
+};
+
+static void zone_double(void *arg)
+{
+	const struct zone_case *z = arg;
+	enum { N = 16 };
+	void *v[N], *w[N], *o[4];
+	CHECK(malloc_bulk(48, N, v) == N && malloc_bulk(48, N, w) == N, "malloc_bulk(48, %d)", N);
+	CHECK(malloc_bulk(200, 4, o) == 4, "malloc_bulk(200, 4)");
+	free_bulk(N, v);
+	if (z->state == 1)
+		free_bulk(N, w);
+	if (z->state == 2) /* malloc pops the last four of the run */
+		for (int i = 0; i < 4; i++)
+			CHECK(malloc(48) == v[N - 1 - i], "malloc after free_bulk: not the run's top");
+	if (z->state == 3) /* malloc_bulk pops the last four */
+		CHECK(malloc_bulk(48, 4, w) == 4 && w[0] == v[N - 4], "malloc_bulk(48, 4): not the run's top");
+	if (z->state == 4)
+		free_bulk(4, o);
+	int last = z->state == 2 || z->state == 3 ? N - 5 : N - 1;
+	void *p = v[z->which == 0 ? 0 : z->which == 1 ? N / 2 : last];
+	free(p); /* a double free: must be reported */
+}
+
+static void case_zone(void)
+{
+	for (int state = 0; state <= 4; state++)
+		for (int which = 0; which <= 2; which++) {
+			struct zone_case z = {state, which};
+			char what[96];
+			snprintf(what, sizeof what, "free() of a free_bulk'ed object (state %d, object %d)",
+				 state, which);
+			expect_report(zone_double, &z, what);
+		}
+	/* round trips: malloc_bulk takes back what free_bulk gave, the same objects, and a free()
+	 * between them of an object not in the run is no double free */
+	enum { N = 32 };
+	void *v[N], *w[N];
+	CHECK(malloc_bulk(48, N, v) == N, "malloc_bulk(48, %d)", N);
+	for (int round = 0; round < 100; round++) {
+		free_bulk(N, v);
+		void *q = malloc(48); /* the run's top: malloc pops it */
+		CHECK(q == v[N - 1], "round %d: malloc returned %p, not the run's top %p", round, q, v[N - 1]);
+		free(q);
+		CHECK(malloc_bulk(48, N, w) == N, "malloc_bulk");
+		CHECK(!memcmp(v, w, sizeof v), "round %d: malloc_bulk did not return free_bulk's objects",
+		      round);
+		for (int i = 0; i < N; i++) /* each is the program's again: word 1 is its to keep */
+			memset(w[i], 0xa5, 48);
+	}
+	for (int i = 0; i < N; i++)
+		free(v[i]); /* one by one: none is a double free */
+	malloc_trim(0);
+}
+
 /* ---- randomized: bulk calls against the equivalent single calls ---- */
 struct arm {
 	void **p;
@@ -594,6 +656,7 @@ int main(int argc, char **argv)
 		{"invalid_reported", case_invalid_reported},
 		{"invalid_positions", case_invalid_positions},
 		{"short_arrays", case_short_arrays},
+		{"zone", case_zone},
 		{"random_vs_single", case_random_vs_single},
 	};
 	int failed = run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);
