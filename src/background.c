@@ -21,11 +21,15 @@
  * locks, then waits on BG_IDLE. So a kick either finds BG_IDLE and wakes it, or held its lock
  * before the thread's look, which then sees its memory.
  * A thread's flush kicks too, with no lock: its free stack is full, and it may go quiet with
- * that much. The thread goes idle only after a look found every thread quiet and poked. */
+ * that much. The thread goes idle only after a look found every thread quiet and poked.
+ * glibc ends the process when its last thread ends, and it counts this thread. So each
+ * thread's exit wakes it (sm_bg_thread_left), and when it is the process's last thread it
+ * ends the process as glibc would, with exit(0). */
 #include "internal.h"
 
 enum { BG_OFF, BG_STARTING, BG_FAILED, BG_ARMED, BG_IDLE };
 static int bg_state;
+static int bg_left; /* a thread ended since the thread last counted them */
 int sm_bg_want; /* a forked child's thread is wanted (sm_bg_poll) */
 
 /* Purge what is due; returns when the next purge is due, or 0 when nothing is pending. */
@@ -56,11 +60,29 @@ static void poke_quiet(struct tcache *tc, void *busy)
 	}
 }
 
+/* A thread ended: when this one is left alone, the process ends. The thread that woke it may
+ * still be on its way out, so it counts again for up to ALONE_WAIT_MS. Two or more others:
+ * the program goes on, and the next exit wakes it again. */
+static void exit_if_alone(void)
+{
+	int never = 0;
+	for (int ms = 0; ms <= ALONE_WAIT_MS; ms++) {
+		int n = sm_os_live_threads();
+		if (n == 1)
+			sm_os_exit(0);
+		if (n != 2)
+			return;
+		sm_os_wait(&never, 0, 1000000);
+	}
+}
+
 static void bg_main(void)
 {
 	bool lingered = false;
 	uint64_t look = 0; /* when the threads are looked at next */
 	for (;;) {
+		if (__atomic_exchange_n(&bg_left, 0, __ATOMIC_ACQUIRE))
+			exit_if_alone();
 		uint64_t due = purge_due(), now = sm_os_now_ns();
 		bool busy = false;
 		if (now >= look) {
@@ -109,6 +131,17 @@ void sm_bg_kick(void)
 	if (__atomic_load_n(&bg_state, __ATOMIC_RELAXED) == BG_IDLE &&
 	    __atomic_exchange_n(&bg_state, BG_ARMED, __ATOMIC_SEQ_CST) == BG_IDLE)
 		sm_os_wake(&bg_state);
+}
+
+/* thread.c, at a thread's exit: the thread counts whether it is the last one left. */
+void sm_bg_thread_left(void)
+{
+	int st = __atomic_load_n(&bg_state, __ATOMIC_RELAXED);
+	if (st != BG_ARMED && st != BG_IDLE)
+		return;
+	__atomic_store_n(&bg_left, 1, __ATOMIC_RELEASE);
+	__atomic_exchange_n(&bg_state, BG_ARMED, __ATOMIC_SEQ_CST);
+	sm_os_wake(&bg_state);
 }
 
 /* fork.c, in the child: the thread stayed in the parent. */

@@ -80,6 +80,8 @@
 #define DIRTY_MAX (32UL << 20)                  /* freed slab pages kept resident, at most */
 #define BG_SLACK_NS 5000000ULL                  /* the background thread sleeps this much past
 						 * a deadline: the coarse clock's tick is 4 ms */
+#define ALONE_WAIT_MS 200                       /* after a thread's exit, the background thread
+						 * counts the threads this long, once a ms */
 
 #define SLABINFO_PAGE 4096UL                    /* /proc/slabinfo's pagesperslab counts 4 KiB
 						 * pages, whatever the OS page (stats.c) */

@@ -696,6 +696,7 @@ void sm_poke(struct tcache *tc);               /* another thread's: tc drains at
 void sm_bg_start(void);  /* no engine lock held (pthread_create mallocs): at load, or sm_bg_poll */
 void sm_bg_kick(void);   /* memory became pending (page_lock or large_lock held), or a flush */
 void sm_bg_forked(void); /* fork's child handler */
+void sm_bg_thread_left(void); /* a thread's exit: the thread ends the process once it is alone */
 extern int sm_bg_want;   /* a forked child wants its thread */
 /* The slow paths of malloc and free, with no lock held: start a forked child's thread. */
 static inline void sm_bg_poll(void)

@@ -189,6 +189,7 @@ static void thread_exit(void *arg)
 	tc->state = T_DEAD;
 	sm_tcp = (struct tcache *)&sm_tc_dead; /* (what glibc frees later goes to the orphan) */
 	block_put(tc->block);                  /* tc is in it: the last touch */
+	sm_bg_thread_left();
 }
 
 /* Once, at init, with the engine ready: pthread_key_create may allocate. */

@@ -15,8 +15,14 @@
  *         figure "on" needs is not there by itself).
  *   fork: "on", in a child forked by a process that has the thread (started at load): the
  *         child starts its own at its first slow path.
+ *   last: glibc ends the process when its last thread ends, and the background thread must
+ *         not keep it alive (it blocks every signal, so only SIGKILL would end it). A child's
+ *         main thread ends by pthread_exit, first alone, then before a worker that ends
+ *         later. Each child must exit 0 within 10 s, its atexit handler run.
  * Without slubmalloc (SLUBMALLOC_EXPECT unset) it only reports. */
 #include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,9 +150,69 @@ static void scenario(int on, const char *label)
         round_of(on, label);
 }
 
+/* ---- last: the process ends with its last thread ---- */
+static int marker_fd;
+
+static void at_exit_marker(void)
+{
+    (void)!write(marker_fd, "x", 1);
+}
+
+static void *late_worker(void *arg)
+{
+    (void)arg;
+    nap_ms(100); /* main has ended by then */
+    free(malloc(200));
+    return NULL;
+}
+
+/* A child whose main thread ends by pthread_exit (with_worker: before a worker does): exit
+ * status 0 within 10 s, and its atexit handler wrote to the pipe. */
+static void last_thread(int with_worker)
+{
+    int fds[2];
+    if (!check(pipe(fds) == 0, "pipe"))
+        return;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        marker_fd = fds[1];
+        atexit(at_exit_marker);
+        free(malloc(100));
+        pthread_t t;
+        if (with_worker && pthread_create(&t, NULL, late_worker, NULL))
+            _exit(3);
+        pthread_exit(NULL);
+    }
+    close(fds[1]);
+    int st = 0, waited = 0;
+    pid_t got = 0;
+    while (pid > 0 && (got = waitpid(pid, &st, WNOHANG)) == 0 && waited < 10000)
+        nap_ms(10), waited += 10;
+    if (got == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    char c;
+    int marked = read(fds[0], &c, 1) == 1;
+    close(fds[0]);
+    check(got == pid, "last (worker %d): the process still ran 10 s after its last thread ended",
+          with_worker);
+    check(got != pid || (WIFEXITED(st) && WEXITSTATUS(st) == 0),
+          "last (worker %d): status %d, wanted exit 0", with_worker, st);
+    check(got != pid || marked, "last (worker %d): its atexit handler did not run", with_worker);
+    printf("last (worker %d): ended in %d ms\n", with_worker, waited);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "on";
+    if (!strcmp(mode, "last")) {
+        last_thread(0);
+        last_thread(1);
+        return tu_finish("background_test");
+    }
     if (strcmp(mode, "fork")) {
         scenario(!strcmp(mode, "on"), mode);
         return tu_finish("background_test");

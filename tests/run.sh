@@ -143,6 +143,7 @@ run_test background_off 1 env SLUBMALLOC_BACKGROUND=0 SLUBMALLOC_PURGE_DELAY_MS=
     build/tests/background_test off
 run_test background_fork 1 env SLUBMALLOC_BACKGROUND=1 SLUBMALLOC_PURGE_DELAY_MS=200 \
     build/tests/background_test fork
+run_test background_last 1 env SLUBMALLOC_BACKGROUND=1 build/tests/background_test last
 # A thread that stays on the fastpaths gives its cache back: poked by the background thread,
 # or by another thread's malloc_trim (it kept 64 MiB of slabs before 2026-12-03)
 run_test quiet_thread_background 1 env SLUBMALLOC_BACKGROUND=1 SLUBMALLOC_PURGE_DELAY_MS=200 \

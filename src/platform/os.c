@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <unistd.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -360,6 +361,31 @@ bool sm_os_thread_start(void (*fn)(void), const char *name)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	return e == 0;
+}
+
+int sm_os_live_threads(void)
+{
+	char buf[4096];
+	if (sm_os_read_file("/proc/self/status", buf, sizeof buf) < 0)
+		return -1;
+	const char *p = strstr(buf, "\nThreads:"), *st = strstr(buf, "\nState:");
+	if (!p || !st)
+		return -1;
+	for (p += 9; *p == ' ' || *p == '\t'; p++)
+		;
+	int n = 0;
+	while (*p >= '0' && *p <= '9')
+		n = n * 10 + (*p++ - '0');
+	for (st += 7; *st == ' ' || *st == '\t'; st++)
+		;
+	if (*st == 'Z') /* the leader ended (pthread_exit) and waits as a zombie for the rest */
+		n--;
+	return n > 0 ? n : -1;
+}
+
+_Noreturn void sm_os_exit(int status)
+{
+	exit(status);
 }
 
 void sm_os_wait(int *word, int val, uint64_t timeout_ns)

@@ -96,6 +96,12 @@ void sm_os_barrier_all(void);
  * One thread at a time. The only call of this layer that allocates (pthread_create): the
  * caller holds no engine lock, since those mallocs come back into the engine. */
 bool sm_os_thread_start(void (*fn)(void), const char *name);
+/* The process's threads that have not ended (/proc/self/status: a leader that ended waits as
+ * a zombie, and is not counted), or -1 when it cannot be read. */
+int sm_os_live_threads(void);
+/* Ends the process as its last thread's end does in glibc: exit(status), atexit handlers and
+ * stdio's flush included. */
+_Noreturn void sm_os_exit(int status);
 /* Sleep while *word is val: until sm_os_wake(word), at most timeout_ns (0: no limit). */
 void sm_os_wait(int *word, int val, uint64_t timeout_ns);
 void sm_os_wake(int *word);
