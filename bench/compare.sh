@@ -122,21 +122,6 @@ done
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || die "--runs must be a positive integer"
 [[ "$WARMUP" =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer"
 
-SELECTED=()
-if [ -n "$ONLY" ]; then
-	IFS=',' read -r -a wanted <<<"$ONLY"
-	for name in "${wanted[@]}"; do
-		found=""
-		for w in "${WORKLOADS[@]}"; do
-			[ "${w%%|*}" = "$name" ] && found=$w
-		done
-		[ -n "$found" ] || die "unknown workload '$name' for --only ($(usage | tail -n1))"
-		SELECTED+=("$found")
-	done
-else
-	SELECTED=("${WORKLOADS[@]}")
-fi
-
 # ---------------------------------------------------------------- dependencies
 PACKAGES=(hyperfine meson ninja-build gcc g++ libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev
 	time python3 python3-matplotlib sqlite3 redis-server redis-tools)
@@ -144,6 +129,7 @@ PACKAGES=(hyperfine meson ninja-build gcc g++ libjemalloc-dev libmimalloc-dev li
 . "$ROOT/bench/peers.sh"
 # shellcheck source=bench/compare_report.sh
 . "$ROOT/bench/compare_report.sh"
+select_named "$ONLY" workload "${WORKLOADS[@]}"
 set_build_dir
 install_packages "${PACKAGES[@]}"
 for tool in hyperfine meson ninja cc; do

@@ -342,7 +342,7 @@ PYEOF
 }
 
 write_env_md() { # write_env_md FILE NEED_INPUTS
-	local need_inputs=$2 a s extra wl score metric cmd what GIT_COMMIT
+	local need_inputs=$2 wl score metric cmd what GIT_COMMIT
 	GIT_COMMIT=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 	# (changes under bench/results are this script's own output, not the code measured)
 	if [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no -- . ':!bench/results' 2>/dev/null)" ]; then
@@ -353,19 +353,7 @@ write_env_md() { # write_env_md FILE NEED_INPUTS
 			libtcmalloc-minimal4 libgoogle-perftools4 gcc-12 hyperfine meson ninja-build \
 			python3.11 sqlite3 coreutils
 		echo "- mode: $MODE, $WARMUP warm-up round(s) + $RUNS measured runs per allocator (interleaved, rotating order), each a \`hyperfine -N --runs 1\` of \`/usr/bin/time -f %M env LD_PRELOAD=... PROGRAM\`; real-program inputs at scale $INPUT_SCALE"
-		echo "- total time: $(elapsed)"
-		for a in "${AVAIL[@]}"; do
-			if [ "${LIB[$a]}" = none ]; then
-				echo "- $a: system malloc (no LD_PRELOAD)"
-			else
-				extra=""
-				[ "$a" = slubmalloc ] && [ -n "${SLUBMALLOC_LIB:-}" ] && extra=" (SLUBMALLOC_LIB override)"
-				echo "- $a: LD_PRELOAD=${LIB[$a]}$extra, sha256 $(sha256sum "${LIB[$a]}" | cut -c1-12)"
-			fi
-		done
-		for s in "${SKIPPED[@]+"${SKIPPED[@]}"}"; do
-			echo "- skipped $s"
-		done
+		env_md_allocators
 		while IFS=$'\t' read -r wl score metric cmd; do
 			what="wall time"
 			[ "$score" = rate ] && what="throughput $metric (fixed duration)"

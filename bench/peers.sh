@@ -1,4 +1,4 @@
-# bench/peers.sh: sourced by compare.sh, rss.sh and call_forms.sh; defines functions only.
+# bench/peers.sh: sourced by compare.sh, public.sh, rss.sh and call_forms.sh; defines functions only.
 # set_build_dir sets BUILD_ABS from BUILD_DIR (needs ROOT). install_packages
 # installs the Debian packages that are missing (as root, with apt-get; INSTALL=0: never).
 # build_release builds the given targets in BUILD_ABS (set up as a release build if needed;
@@ -9,6 +9,8 @@
 # locate_allocators also ALLOCATORS (names, glibc first) and BUILD_ABS (the build folder), and
 # sets LIB[name] (absolute path, or "none" for glibc), AVAIL (the usable allocators, in
 # ALLOCATORS' order), SKIPPED (one "name: why" line each) and NA (how many are usable).
+# select_named turns an --only list into SELECTED; env_md_allocators writes a report's lines on
+# the allocators and the SLUBMALLOC_* settings (public.sh, compare.sh and rss.sh share both).
 # shellcheck shell=bash
 
 install_packages() { # install_packages PACKAGE...
@@ -145,4 +147,47 @@ env_md_machine() { # env_md_machine GIT_COMMIT LOAD_START PACKAGE...
 	echo "- THP enabled: $(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown)," \
 		"defrag: $(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/defrag 2>/dev/null || echo unknown)"
 	echo "- packages: $(pkg_versions "$@")"
+}
+
+# SELECTED = the entries ("NAME|...") that the comma-separated ONLY names, in its order, or all
+# of them when ONLY is empty; an unknown name ends the script (die, usage).
+select_named() { # select_named ONLY WHAT ENTRY...
+	local only=$1 what=$2 name e found
+	local -a wanted
+	shift 2
+	SELECTED=()
+	if [ -z "$only" ]; then
+		SELECTED=("$@")
+		return
+	fi
+	IFS=',' read -r -a wanted <<<"$only"
+	for name in "${wanted[@]}"; do
+		found=""
+		for e in "$@"; do
+			[ "${e%%|*}" = "$name" ] && found=$e
+		done
+		[ -n "$found" ] || die "unknown $what '$name' for --only ($(usage | tail -n1))"
+		SELECTED+=("$found")
+	done
+}
+
+# The report's lines on what ran: the SLUBMALLOC_* settings, the total time (elapsed), each
+# allocator of AVAIL with its library (LIB) and each of SKIPPED.
+env_md_allocators() {
+	local a s extra slub_env
+	slub_env=$(env | grep '^SLUBMALLOC_' | grep -v '^SLUBMALLOC_LIB=' | sort | paste -sd' ' - || true)
+	echo "- SLUBMALLOC_* settings: ${slub_env:-none (the library defaults)}"
+	echo "- total time: $(elapsed)"
+	for a in "${AVAIL[@]}"; do
+		if [ "${LIB[$a]}" = none ]; then
+			echo "- $a: system malloc (no LD_PRELOAD)"
+		else
+			extra=""
+			[ "$a" = slubmalloc ] && [ -n "${SLUBMALLOC_LIB:-}" ] && extra=" (SLUBMALLOC_LIB override)"
+			echo "- $a: LD_PRELOAD=${LIB[$a]}$extra, sha256 $(sha256sum "${LIB[$a]}" | cut -c1-12)"
+		fi
+	done
+	for s in "${SKIPPED[@]+"${SKIPPED[@]}"}"; do
+		echo "- skipped $s"
+	done
 }

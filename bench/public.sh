@@ -436,19 +436,7 @@ cp "$TMPD/raw.csv" "$CSV"
 	else
 		echo "- mimalloc-bench commit: unknown (PATH has no BUILD-INFO.txt)"
 	fi
-	slub_env=$(env | grep '^SLUBMALLOC_' | grep -v '^SLUBMALLOC_LIB=' | sort | paste -sd' ' - || true)
-	echo "- SLUBMALLOC_* settings: ${slub_env:-none (the library defaults)}"
-	echo "- total time: $(elapsed)"
-	for a in "${AVAIL[@]}"; do
-		if [ "${LIB[$a]}" = none ]; then
-			echo "- $a: system malloc (no LD_PRELOAD)"
-		else
-			echo "- $a: LD_PRELOAD=${LIB[$a]}, sha256 $(sha256sum "${LIB[$a]}" | cut -c1-12)"
-		fi
-	done
-	for s in "${SKIPPED[@]+"${SKIPPED[@]}"}"; do
-		echo "- skipped $s"
-	done
+	env_md_allocators
 } >"$TMPD/env.md"
 
 # ---------------------------------------------------------------- report

@@ -171,19 +171,7 @@ done
 	env_md_machine "$GIT_COMMIT" "$LOAD_START" libc6 libjemalloc2 libmimalloc2.0 \
 		libtcmalloc-minimal4 libgoogle-perftools4 gcc-12 meson ninja-build python3-matplotlib
 	echo "- mode: $MODE, $RUNS run(s) per allocator (interleaved, rotating order) of \`$BUILD_DIR/bench/rss CSV $MIB $IDLE $PERIOD\` ($MIB MiB requested, ${IDLE} s idle, a sample every $PERIOD ms)"
-	slub_env=$(env | grep '^SLUBMALLOC_' | grep -v '^SLUBMALLOC_LIB=' | sort | paste -sd' ' - || true)
-	echo "- SLUBMALLOC_* settings: ${slub_env:-none (the library defaults)}"
-	echo "- total time: $(elapsed)"
-	for a in "${AVAIL[@]}"; do
-		if [ "${LIB[$a]}" = none ]; then
-			echo "- $a: system malloc (no LD_PRELOAD)"
-		else
-			echo "- $a: LD_PRELOAD=${LIB[$a]}, sha256 $(sha256sum "${LIB[$a]}" | cut -c1-12)"
-		fi
-	done
-	for s in "${SKIPPED[@]+"${SKIPPED[@]}"}"; do
-		echo "- skipped $s"
-	done
+	env_md_allocators
 } >"$TMPD/env.md"
 
 # ---------------------------------------------------------------- report

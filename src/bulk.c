@@ -349,10 +349,10 @@ static __attribute__((noinline)) void free_short(size_t n, void **ptrs)
 static inline bool short_run(size_t n, void **ptrs)
 {
 	struct slab *d;
-	struct stack *b = run_start(sm_tcp, (uintptr_t)ptrs[0], NULL, &d);
+	struct tcache *tc = sm_tcp;
+	struct stack *b = run_start(tc, (uintptr_t)ptrs[0], NULL, &d);
 	if (unlikely(!b))
 		return false;
-	struct tcache *tc = sm_tcp;
 	void **t = b->top;
 	if (unlikely(run_lim(tc, b) - t < (ptrdiff_t)n))
 		return false;
