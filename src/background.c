@@ -29,7 +29,9 @@
 
 enum { BG_OFF, BG_STARTING, BG_FAILED, BG_ARMED, BG_IDLE };
 static int bg_state;
-static int bg_left; /* a thread ended since the thread last counted them */
+enum { BG_LEFT_OTHER = 1, BG_LEFT_MAIN = 2 };
+static int bg_left; /* a thread ended since the thread last counted them (BG_LEFT_MAIN: the
+		     * main one was among them), else 0 */
 int sm_bg_want; /* a forked child's thread is wanted (sm_bg_poll) */
 
 /* Purge what is due; returns when the next purge is due, or 0 when nothing is pending. */
@@ -60,18 +62,21 @@ static void poke_quiet(struct tcache *tc, void *busy)
 	}
 }
 
-/* A thread ended: when this one is left alone, the process ends. The thread that woke it may
- * still be on its way out, so it counts again for up to ALONE_WAIT_MS. Two or more others:
- * the program goes on, and the next exit wakes it again. */
-static void exit_if_alone(void)
+/* A thread ended (bg_left): when this one is left alone, the process ends. While the main
+ * thread runs, that cannot be: it ends the process itself. Once it has ended or is ending
+ * (pthread_exit: BG_LEFT_MAIN), the thread that woke this one may still be on its way out, so
+ * it counts again for up to ALONE_WAIT_MS. Others that live on: the program goes on, and the
+ * next exit wakes it again. */
+static void exit_if_alone(int left)
 {
 	int never = 0;
 	for (int ms = 0; ms <= ALONE_WAIT_MS; ms++) {
-		int n = sm_os_live_threads();
-		if (n == 1)
-			sm_os_exit(0);
-		if (n != 2)
+		bool leader_ended;
+		int n = sm_os_live_threads(&leader_ended);
+		if (n < 1 || (!leader_ended && left != BG_LEFT_MAIN) || (leader_ended && n > 2))
 			return;
+		if (leader_ended && n == 1)
+			sm_os_exit(0);
 		sm_os_wait(&never, 0, 1000000);
 	}
 }
@@ -81,8 +86,9 @@ static void bg_main(void)
 	bool lingered = false;
 	uint64_t look = 0; /* when the threads are looked at next */
 	for (;;) {
-		if (__atomic_exchange_n(&bg_left, 0, __ATOMIC_ACQUIRE))
-			exit_if_alone();
+		int left = __atomic_exchange_n(&bg_left, 0, __ATOMIC_ACQUIRE);
+		if (left)
+			exit_if_alone(left);
 		uint64_t due = purge_due(), now = sm_os_now_ns();
 		bool busy = false;
 		if (now >= look) {
@@ -139,7 +145,8 @@ void sm_bg_thread_left(void)
 	int st = __atomic_load_n(&bg_state, __ATOMIC_RELAXED);
 	if (st != BG_ARMED && st != BG_IDLE)
 		return;
-	__atomic_store_n(&bg_left, 1, __ATOMIC_RELEASE);
+	__atomic_fetch_or(&bg_left, sm_os_thread_is_main() ? BG_LEFT_MAIN : BG_LEFT_OTHER,
+			  __ATOMIC_RELEASE);
 	__atomic_exchange_n(&bg_state, BG_ARMED, __ATOMIC_SEQ_CST);
 	sm_os_wake(&bg_state);
 }

@@ -363,9 +363,10 @@ bool sm_os_thread_start(void (*fn)(void), const char *name)
 	return e == 0;
 }
 
-int sm_os_live_threads(void)
+int sm_os_live_threads(bool *leader_ended)
 {
 	char buf[4096];
+	*leader_ended = false;
 	if (sm_os_read_file("/proc/self/status", buf, sizeof buf) < 0)
 		return -1;
 	const char *p = strstr(buf, "\nThreads:"), *st = strstr(buf, "\nState:");
@@ -378,9 +379,16 @@ int sm_os_live_threads(void)
 		n = n * 10 + (*p++ - '0');
 	for (st += 7; *st == ' ' || *st == '\t'; st++)
 		;
-	if (*st == 'Z') /* the leader ended (pthread_exit) and waits as a zombie for the rest */
+	if (*st == 'Z') { /* the leader ended (pthread_exit) and waits as a zombie for the rest */
+		*leader_ended = true;
 		n--;
+	}
 	return n > 0 ? n : -1;
+}
+
+bool sm_os_thread_is_main(void)
+{
+	return syscall(SYS_gettid) == getpid();
 }
 
 _Noreturn void sm_os_exit(int status)

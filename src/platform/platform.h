@@ -97,8 +97,9 @@ void sm_os_barrier_all(void);
  * caller holds no engine lock, since those mallocs come back into the engine. */
 bool sm_os_thread_start(void (*fn)(void), const char *name);
 /* The process's threads that have not ended (/proc/self/status: a leader that ended waits as
- * a zombie, and is not counted), or -1 when it cannot be read. */
-int sm_os_live_threads(void);
+ * a zombie, and is not counted, and *leader_ended says so), or -1 when it cannot be read. */
+int sm_os_live_threads(bool *leader_ended);
+bool sm_os_thread_is_main(void); /* the calling thread is the process's first (its leader) */
 /* Ends the process as its last thread's end does in glibc: exit(status), atexit handlers and
  * stdio's flush included. */
 _Noreturn void sm_os_exit(int status);
