@@ -235,20 +235,7 @@ BIN=$(cd "$BIN" 2>/dev/null && pwd) || die "PATH $BIN is not a folder"
 if [ -f "$BIN/bench/CMakeLists.txt" ]; then
 	die "$BIN is a mimalloc-bench checkout; build its programs first: bench/public.sh --build $BIN $BIN/out-public"
 fi
-SELECTED=()
-if [ -n "$ONLY" ]; then
-	IFS=',' read -r -a wanted <<<"$ONLY"
-	for name in "${wanted[@]}"; do
-		found=""
-		for p in "${PROGRAMS[@]}"; do
-			[ "${p%%|*}" = "$name" ] && found=$p
-		done
-		[ -n "$found" ] || die "unknown program '$name' for --only ($(usage | tail -n1))"
-		SELECTED+=("$found")
-	done
-else
-	SELECTED=("${PROGRAMS[@]}")
-fi
+select_named "$ONLY" program "${PROGRAMS[@]}"
 
 # expand WORDS -> the words with @IN@, @P@ and @P2@ replaced, one a line
 expand() {
