@@ -90,5 +90,7 @@
 						 * is not reused before the next large free */
 #define LARGE_CACHE_BYTES (128UL << 20)          /* ... holding at most this many bytes */
 #define LARGE_PURGE_ZERO (1UL << 20)            /* calloc of a reused range this big: purge */
+#define LARGE_GUARDED_MAX 4096                  /* new large mappings get guard pages while
+						 * fewer large blocks than this are live */
 
 #endif

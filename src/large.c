@@ -18,7 +18,11 @@
  * Ranges are parts of anonymous mappings, each inside one mapping, so any of them can be
  * unmapped or remapped on its own.
  * A new mapping starts and ends with a guard page, no access: a linear overflow or underflow
- * out of the block next to one faults. A range split in the cache hands out its lower part,
+ * out of the block next to one faults. Only while fewer than LARGE_GUARDED_MAX blocks are
+ * live. Each guard splits the mappings, and the kernel caps a process's mappings
+ * (vm.max_map_count, 65530): a program with tens of thousands of large blocks would find
+ * mmap failing. Past the budget a block is a plain mapping, which the kernel merges with its
+ * neighbours. A range split in the cache hands out its lower part,
  * which keeps the guard before; the rest keeps the one after. A range that mremap grows or
  * moves loses its guards (they are unmapped first, so the range may grow in place).
  * With SLUBMALLOC_DEBUG (Z, P or Q, for the cache name "large"), each block is a mapping of its
@@ -407,10 +411,14 @@ static void debug_free(struct lentry *e)
 
 /* A new mapping: a guard page, len bytes (aligned to align), a guard page. Returns the address
  * of the len bytes. *guard: the guards there (none when they cannot be set: too many mappings;
- * none before an aligned block, whose mapping is trimmed to its alignment). */
-static uintptr_t map_guarded(size_t len, size_t align, uint8_t *guard)
+ * none before an aligned block, whose mapping is trimmed to its alignment). Without guards
+ * (over the budget): the len bytes alone. */
+static uintptr_t map_guarded(size_t len, size_t align, bool guards, uint8_t *guard)
 {
 	size_t page = sm_page_size;
+	*guard = 0;
+	if (!guards)
+		return (uintptr_t)(align > page ? sm_os_map_aligned(len, align) : sm_os_map(len));
 	if (align > page) {
 		char *p = sm_os_map_aligned(len + page, align);
 		if (!p)
@@ -449,6 +457,7 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 	unsigned nd = expire(drop, false);
 	if (align <= sm_page_size)
 		base = cache_take(len, &have, &map, &guard);
+	bool guards = live_n < LARGE_GUARDED_MAX;
 	sm_unlock(&large_lock);
 	unmap_all(drop, nd);
 
@@ -473,9 +482,9 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 	}
 	bool dirty = base != 0;
 	if (!base) {
-		base = map_guarded(len, align, &guard);
+		base = map_guarded(len, align, guards, &guard);
 		if (!base && sm_large_release(true, NULL)) /* the cache held the address space */
-			base = map_guarded(len, align, &guard);
+			base = map_guarded(len, align, guards, &guard);
 		if (!base)
 			return errno = ENOMEM, NULL;
 		map = 0;

@@ -127,7 +127,7 @@ run_test layers 0 python3 tests/layers.py
 
 # ---------- integration tests (under the preloaded library) ----------
 for t in api_contract cxx_new stress_mt fork_test fork_stdio fork_signal stats_cancel tight_as \
-         rss_test glibc_interpose thread_exit init_order oom_test fork_load thread_churn xstress_long; do
+         many_large rss_test glibc_interpose thread_exit init_order oom_test fork_load thread_churn xstress_long; do
     run_test "$t" 1 "build/tests/$t"
 done
 run_test kfence_rate 1 env SLUBMALLOC_KFENCE=10000 build/tests/kfence_rate
