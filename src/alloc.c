@@ -32,7 +32,7 @@ static void *alloc_class(unsigned cls, size_t req, void *caller, unsigned form)
 	if (f->top > stack_floor(f)) {
 		p = *--f->top;
 		sm_count(&sm_g.caches[cls], EV_ALLOC_FAST, 1);
-	} else if (b->top != b->slots || (swap_pays(tc, f) && class_swap(b, f))) {
+	} else if (b->top != b->slots || (swap_pays(tc, f) && stack_swap(b, f))) {
 		p = *--b->top;
 		if (unlikely(tc->smp_armed))
 			sm_sample_arm(b, 1);
@@ -85,9 +85,9 @@ static SM_COLD void *no_region(unsigned cls, size_t size, size_t align)
 }
 
 /* malloc's fastpath found nothing it may pop: the allocation stack is empty, and the free
- * stack is empty or needs sorting first; or another thread poked them (sm_poke), and the
- * thread's cache drains first. A sorted free stack becomes the allocation stack (class_swap)
- * and malloc takes its top; else the slow path. */
+ * stack is empty or held; or another thread poked them (sm_poke), and the thread's cache
+ * drains first. A free stack with objects becomes the allocation stack (stack_swap) and
+ * malloc takes its top; else the slow path. */
 void *sm_alloc_swap(struct stack *b, size_t size, unsigned form)
 {
 	struct tcache *tc = sm_tcp;
@@ -97,9 +97,9 @@ void *sm_alloc_swap(struct stack *b, size_t size, unsigned form)
 		sm_trim_self(tc);
 	if (unlikely(sm_sampling))
 		return sm_sample_swap(b, size, form);
-	hold_if_shared(tc);
-	if (f->top == f->slots || !class_swap(b, f)) /* (or every object was another thread's) */
+	if (f->top == f->slots)
 		return sm_alloc_slow(size, form);
+	stack_swap(b, f);
 	return free_key_clear(*--b->top);
 }
 
@@ -139,16 +139,16 @@ void sm_free_slow(void *p, unsigned form)
 			sm_fatal("invalid free", p, "(not the start of an object of slubmalloc)");
 		struct tcache *tc = sm_tcp;
 		zone_settle(tc); /* (before the double-free check: it keys free_bulk's run) */
-		struct stack *b = &tc->free_stack[s->cls];
-		if ((b->top != b->slots && b->top[-1] == p) ||
+		if (tc->state == T_NEW)
+			tc = sm_thread_start();
+		/* the fastpath's push (fastpath.h), to the stack it picks, with that stack's own
+		 * room: with SLUBMALLOC_STATS=1 the slabs send every free here (slab.c) */
+		uint16_t owner = __atomic_load_n(&s->subline_owner, __ATOMIC_RELAXED);
+		bool remote = owner && owner != tc->id; /* (free_stack_in's choice) */
+		struct stack *b = remote ? &tc->remote_stack[s->cls] : &tc->free_stack[s->cls];
+		if ((s->cls < NCLASS && b->top != b->slots && b->top[-1] == p) ||
 		    (free_key_is_set(p) && sm_free_listed(tc, s, p)))
 			sm_fatal_in("double free", p, s->cache);
-		if (tc->state == T_NEW) {
-			tc = sm_thread_start();
-			b = &tc->free_stack[s->cls];
-		}
-		/* the fastpath's push (fastpath.h), with the free stack's own room: with
-		 * SLUBMALLOC_STATS=1 the slabs send every free here (slab.c) */
 		struct cache *c = s->cache;
 		uint32_t cap = tc->state == T_LIVE && s->cls < NCLASS ? stack_cap(b) : 0;
 		if (!cap) {
@@ -156,7 +156,7 @@ void sm_free_slow(void *p, unsigned form)
 			sm_free_to_slab(s, p);
 		} else {
 			if (stack_count(b) >= cap)
-				sm_flush(tc, s->cls);
+				(remote ? sm_flush_remote : sm_flush)(tc, s->cls);
 			*b->top++ = p;
 			free_key_set(p);
 			sm_count(c, EV_FREE_FAST, 1);

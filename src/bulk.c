@@ -5,12 +5,14 @@
  * Otherwise whole runs come from the stack, then straight from the slab sources (spill chain,
  * take-all, carving) into the caller's array. There are never n trips through malloc.
  * Free checks a run of pointers into one slab against that slab's descriptor, read once per run.
- * The run is pushed onto the thread's free stack with one store of its top. It writes no free
- * key: it joins the thread's unkeyed zone (below).
+ * The run is pushed onto the stack free() would pick (the thread's free stack, or its remote
+ * stack) with one store of its top. It writes no free key: it joins the thread's unkeyed zone
+ * (below).
  * The checks are in bulk_runs.h, scalar or four at a time with AVX2. The whole array as one run
  * is tried first.
- * A pointer that fails a check, or finds the free stack full, takes free()'s slow path. That
- * reports it, or flushes the older half grouped by slab, one cmpxchg16b per slab.
+ * A pointer that fails a check, or finds its stack full, takes free()'s slow path. That reports
+ * it, or flushes (the older half of a free stack, a whole remote stack), grouped by slab, one
+ * cmpxchg16b per slab.
  * One pointer takes free()'s fastpath. Two or three take one scalar run.
  * The AVX2 variants are chosen per call (sm_vec_min): the CPU has AVX2 and SLUBMALLOC_AVX2 is
  * not 0.
@@ -112,17 +114,21 @@ static inline void **run_lim(const struct tcache *tc, const struct stack *b)
 	return b == tc->zone ? tc->zone_lim : b->lim;
 }
 
-/* A run now lies at [dst, b->top) of b: the zone covers it, or it gets its keys (a typed
- * cache's stacks keep none). */
+/* A run of slab d's objects now lies at [dst, b->top) of b: the zone covers it, or it gets its
+ * keys (a typed cache's stacks keep none). Objects below a cache line get them at once: once
+ * another thread freezes their slab, free() picks the other stack for them (free_stack_in),
+ * whose room the zone does not close. */
 static inline void run_pushed(struct tcache *tc, struct stack *b, void **dst,
-			      const struct cache *typed)
+			      const struct slab *d, const struct cache *typed)
 {
 	if (typed)
 		return;
 	if (b == tc->zone) {
 		if (b->lim > dst) /* malloc emptied the zone, and free() pushed keyed objects */
 			b->lim = dst;
-	} else if (!tc->zone && stack_floor_raw(b) == b->slots) { /* not held, not poked */
+	} else if (!tc->zone && stack_floor_raw(b) == b->slots &&
+		   !__atomic_load_n(&d->subline_owner, __ATOMIC_RELAXED)) {
+		/* (not held, not poked) */
 		tc->zone = b;
 		tc->zone_lim = b->lim;
 		b->lim = dst;
@@ -245,7 +251,7 @@ static inline struct stack *run_start(struct tcache *tc, uintptr_t a, struct cac
 		return NULL;
 	if (typed)
 		return likely(d->cache == typed) ? &tc->typed_free[typed->id] : NULL;
-	return free_stack_of(d);
+	return free_stack_in(tc, d);
 }
 
 #define RUNS_VEC 0
@@ -360,7 +366,7 @@ static inline bool short_run(size_t n, void **ptrs)
 		return false;
 	copy_ptrs(t, ptrs, n); /* all checked: one push */
 	b->top = t + n;
-	run_pushed(tc, b, t, NULL);
+	run_pushed(tc, b, t, d, NULL);
 	return true;
 }
 
@@ -372,7 +378,7 @@ SM_EXPORT SM_HOT void free_bulk(size_t n, void **ptrs)
 			sm_free_fast(ptrs[0]);
 		return;
 	}
-	if (unlikely(!ptrs))
+	if (unlikely(!ptrs || !n)) /* (short_run reads ptrs[0] and the stack's top) */
 		return;
 	if (n < SHORT_BULK) {
 		if (likely(short_run(n, ptrs)))

@@ -102,7 +102,7 @@ static RUNS_ATTR bool one_run(struct tcache *tc, void **src, size_t n, struct ca
 		before = bcast64(&src[j - 1]);
 	}
 	b->top = dst + n;
-	run_pushed(tc, b, dst, typed);
+	run_pushed(tc, b, dst, d, typed);
 	return true;
 }
 #else
@@ -156,7 +156,7 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 			break; /* its first pointer failed a check: the slow path reports it */
 		void **from = b->top;
 		b->top = dst;
-		run_pushed(tc, b, from, typed);
+		run_pushed(tc, b, from, d, typed);
 	}
 	return src;
 }

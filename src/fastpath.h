@@ -2,12 +2,11 @@
  * Call tree:
  *   malloc(n)  -> sm_alloc_fast: pop the free stack of n's class, so that the object freed
  *                 last, whose lines are the likeliest to be in the cache, comes back first.
- *                 Not while the free stack is held (it needs sorting: its floor is lim).
+ *                 Not while the free stack is held for sampling (its floor is lim).
  *                 Else pop the allocation stack: the thread's tcache + sm_stack_at[(n-1)/16].
- *                 -> the allocation stack empty, the free stack empty or in need of
- *                    sorting: sm_alloc_swap. A free stack's objects become the allocation
- *                    stack (class_swap, which first moves other threads' sub-line objects
- *                    to the remote stack).
+ *                 -> the allocation stack empty, the free stack empty or held:
+ *                    sm_alloc_swap. A free stack's objects become the allocation stack
+ *                    (stack_swap).
  *                 -> both empty, n 0 or above MAX_SMALL, thread not set up: sm_alloc_slow
  *                    (alloc.c)
  *                      -> sm_refill (tcache.c): spill chain, take-all, carve, partial slab,
@@ -15,12 +14,14 @@
  *   malloc(n) with SLUBMALLOC_PROF=1 (patched) -> sm_alloc_prof_form: the same pops, each
  *                 counted down to the class's next sample -> sm_prof_direct_due (sample.c)
  *   free(p)    -> sm_free_fast: region byte, page descriptor, object check, free key
- *                 (internal.h). Then push p on the free stack of the slab's class, whichever
- *                 thread's slab it is from. The stack is the thread pointer +
- *                 slab->free_stack_off.
+ *                 (internal.h). Then push p on the free stack of the slab's class. The stack
+ *                 is the thread pointer + slab->free_stack_off; the remote stack instead for
+ *                 an object below a cache line of a slab another thread froze last
+ *                 (free_stack_in).
  *                 -> not ours, key set, stack full, thread not set up: sm_free_slow
  *                      -> sm_flush (tcache.c): swap with an empty stack, grow, or send the
- *                         older half back (sm_free_array, one cas16 per slab).
+ *                         older half back (sm_free_array, one cas16 per slab); a full
+ *                         remote stack goes back whole (sm_flush_remote).
  *   free_sized(p, n), sized delete -> sm_free_sized_fast: the same, with n <= the slab's
  *                 object size and n above half of it in the same test. Else sm_free_sized
  *                 (alloc.c). The aligned forms check n <= the object size only.

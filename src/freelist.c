@@ -39,11 +39,10 @@
  *   Slot memory: a pool under the block lock (thread.c).
  *   Slab line 0 is fixed when the slab is made. Tail pages get copies. start is written last
  *   at creation and cleared first at release (struct slab).
- *   Line 0's owner (every page) is written by the thread that freezes the slab. Any thread
- *   reads it with relaxed atomics. A stale value only keeps an object or sends it to the
- *   remote stack (class_swap).
- *   sm_subline_shared: relaxed atomics. The second thread's setup sets it before that thread
- *   allocates. A thread holding another's object got it later, so it sees the flag.
+ *   Line 0's subline_owner (every page) is written by the thread that freezes the slab. Any
+ *   thread reads it with relaxed atomics: free() picks its stack by it (free_stack_in). A
+ *   stale value only keeps an object or sends it to the remote stack.
+ *   sm_second_thread: relaxed atomics, set once by the second thread's setup.
  *   Line 1, past the word: carved by the freezing owner; frozen_by (head) by the freezing
  *   thread, read relaxed. A stale frozen_by only picks the depot or the slab.
  *   slab->word: cas16 only.

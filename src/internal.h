@@ -73,7 +73,8 @@ struct slab {
 				   * sm_pages_alloc clears: inverse and bad_q_bits keep rejecting) */
 	uint64_t objects;         /* objects per slab (64 bits: the bulk checks broadcast it) */
 	int64_t free_stack_off;   /* free()'s stack: sm_tcp + free_stack_off is the calling
-				   * thread's &free_stack[cls] (an offset in struct tcache) */
+				   * thread's &free_stack[cls] (an offset in struct tcache;
+				   * free_stack_in adds the way to the remote stack) */
 	uint16_t subline_owner;   /* objects smaller than a cache line: the id of the thread that
 				   * froze the slab last (others' frees of them go to their
 				   * remote_stack); 0 for larger objects, which any thread reuses */
@@ -167,9 +168,7 @@ enum tstate { T_NEW = 0, T_LIVE = 1, T_DEAD = 2 };
 struct pf_count {
 	int64_t left;
 	uint8_t drawn;   /* left was drawn */
-	uint8_t held;    /* the free stack is held: tcache.held and a sub-line class (class_swap
-			  * sorts it) */
-	uint8_t pad[sizeof(struct stack) - sizeof(int64_t) - 2];
+	uint8_t pad[sizeof(struct stack) - sizeof(int64_t) - 1];
 };
 
 struct tcache {
@@ -178,10 +177,10 @@ struct tcache {
 	/* free's fastpath pushes free_stack. free_stack[NCLASS] stays empty (cap 0): typed objects
 	 * (cls NCLASS) take free()'s slow path. free_stack follows alloc_stack (free_stack_beside). */
 	struct stack free_stack[NCLASS + 1];
-	/* Other threads' sub-line objects, moved here from free_stack when it becomes the
-	 * allocation stack (class_swap). They are never reused here (no passive false sharing) and
-	 * go back in batches. Closed (no room) with SLUBMALLOC_STATS=1: there the slabs point
-	 * free() here, to its counted slow path (slab.c). */
+	/* free() pushes here the objects smaller than a cache line of slabs another thread froze
+	 * last (free_stack_in). They are never reused here (no passive false sharing) and go back
+	 * to their slabs in batches, when the stack is full (sm_free_slow). remote_stack follows
+	 * free_stack (REMOTE_OFF). */
 	struct stack remote_stack[NCLASS + 1];
 	/* SLUBMALLOC_PROF's patched mode: each class counts its bytes down to its next sample
 	 * (fastpath.h). A stack's size apart, as the stacks are, so that the fastpath finds a
@@ -195,7 +194,6 @@ struct tcache {
 	uint16_t id;                  /* this thread's id, 1..65535, for slab->subline_owner (two
 				       * threads may share one: a cost, false sharing, never an
 				       * error) */
-	uint8_t held;                 /* the sub-line classes' free stacks are held (sm_hold) */
 	uint8_t smp_armed;            /* sampling counts this thread's allocations: every free
 				       * stack is held (sample.c) */
 	uint64_t smp_rng;             /* its random numbers (sample.c) */
@@ -239,30 +237,33 @@ extern __thread struct cache *sm_typed_in TLS_IE; /* the typed cache of the call
 #pragma GCC visibility push(hidden)
 extern const struct tcache sm_tc_new, sm_tc_dead;
 
-/* free()'s stack for an object of s in the calling thread: free_stack[s->cls]
- * (remote_stack[s->cls], closed, with SLUBMALLOC_STATS=1). No owner check here: class_swap makes it
- * when the objects would be reused. */
+/* From a thread's free stack of a class to its remote stack of that class, in bytes. */
+#define REMOTE_OFF \
+	((int64_t)(offsetof(struct tcache, remote_stack) - offsetof(struct tcache, free_stack)))
+
+/* free()'s stack for an object of s in thread tc: free_stack[s->cls]; remote_stack[s->cls]
+ * when s holds objects smaller than a cache line and another thread froze it last
+ * (subline_owner), so that tc never reuses an object next to ones that thread writes.
+ * With SLUBMALLOC_STATS=1 the slabs point at free_stack[NCLASS], and so remote_stack[NCLASS]:
+ * both have no room, and every free takes its counted slow path (slab.c). */
+static inline struct stack *free_stack_in(const struct tcache *tc, const struct slab *s)
+{
+	uint16_t owner = __atomic_load_n(&s->subline_owner, __ATOMIC_RELAXED);
+	/* without a branch: sizes of both kinds come in any order, and a mispredicted branch cost
+	 * glibc-thread 8% */
+	uint64_t other = (uint64_t)((owner != 0) & (owner != tc->id));
+	return (struct stack *)(void *)((char *)tc + s->free_stack_off + (-other & REMOTE_OFF));
+}
+
 static inline struct stack *free_stack_of(const struct slab *s)
 {
-	return (struct stack *)(void *)((char *)sm_tcp + s->free_stack_off);
+	return free_stack_in(sm_tcp, s);
 }
 
-/* Whether objects of slabs another thread froze may be on a thread's sub-line free stacks: set once
- * a second thread gets a cache (thread.c, sm_thread_setup). Until then class_swap has nothing
- * to sort: a single-threaded program never pays for it. Each thread then holds its sub-line
- * free stacks (sm_hold), at its setup or at its next swap or flush. */
-extern int sm_subline_shared;
+/* Set once a second thread gets a cache (thread.c): the profiler then patches no entry. */
+extern int sm_second_thread;
 extern int sm_sampling; /* sample.c: KFENCE is on; an armed thread holds every free stack */
-void sm_sort_foreign(struct stack *f); /* tcache.c: class_swap's sorting, out of line */
-void sm_hold(struct tcache *tc);       /* tcache.c: hold them once sm_subline_shared is set */
 void sm_free_stack_floor(struct tcache *tc, unsigned cls); /* after its slots or lim change */
-
-/* A swap or a flush: hold the sub-line free stacks once a second thread has a cache. */
-static inline void hold_if_shared(struct tcache *tc)
-{
-	if (unlikely(!tc->held) && __atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED))
-		sm_hold(tc);
-}
 
 /* Whether held free stack f should become the allocation stack now: always, unless the
  * thread is armed for sampling (sample.c); then once it holds SAMPLE_BATCH objects or a
@@ -286,18 +287,6 @@ static inline struct pf_count *pf_count_beside(struct stack *b)
 	return (struct pf_count *)(void *)(b + (offsetof(struct tcache, pf_direct) -
 						offsetof(struct tcache, alloc_stack)) /
 						       sizeof(struct stack));
-}
-/* stack_swap for a size class's stacks b (malloc's) and f = free_stack (the only way f's objects
- * become allocatable): in classes below a cache line, f's objects of slabs another thread froze
- * last (slab->subline_owner != the thread's id) first go to the remote_stack, so a thread never
- * reuses a small object next to ones another thread writes (passive false sharing). Returns
- * whether b has objects now. Size classes only: a typed cache's stacks use stack_swap. */
-static inline bool class_swap(struct stack *b, struct stack *f)
-{
-	struct pf_count *pc = pf_count_beside(b);
-	if (unlikely(pc->held)) /* (not a stack held only for sampling) */
-		sm_sort_foreign(f);
-	return stack_swap(b, f);
 }
 
 #include "options.h"
@@ -565,6 +554,7 @@ size_t sm_take_n(struct cache *c, uint16_t owner, struct stack *b, struct stack 
 		 void **out, size_t n);
 void sm_flush(struct tcache *tc, unsigned cls);  /* free_stack[cls] is full: swap, grow, or older
 						  * half back */
+void sm_flush_remote(struct tcache *tc, unsigned cls); /* remote_stack[cls] is full: all back */
 void sm_stacks_resize(struct tcache *tc, unsigned cls, uint32_t cap); /* both stacks' room */
 uint64_t sm_burst_held(const struct tcache *tc); /* bytes of objects its burst stacks hold at
 						 * most (<= TCACHE_BURST_BUDGET) */

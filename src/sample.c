@@ -274,11 +274,10 @@ void *sm_sample_swap(struct stack *b, size_t size, unsigned form)
 	struct source *src = source_of(tc, b);
 	if (!src)
 		return sm_alloc_slow(size, form);
-	hold_if_shared(tc);
 	sm_sample_wake(tc);
 	if (!tc->smp_armed) { /* at rest: sm_alloc_swap's usual work */
 		struct stack *f = free_stack_beside(b);
-		if (f->top == f->slots || !class_swap(b, f))
+		if (f->top == f->slots || !stack_swap(b, f))
 			return sm_alloc_slow(size, form);
 		return free_key_clear(*--b->top);
 	}
@@ -311,7 +310,7 @@ void *sm_sample_swap(struct stack *b, size_t size, unsigned form)
 	 * below (arm) */
 	struct stack *f = free_stack_beside(b);
 	if (b->top == b->slots) {
-		if (!swap_pays(tc, f) || !class_swap(b, f)) {
+		if (!swap_pays(tc, f) || !stack_swap(b, f)) {
 			consume(tc, src, csize, popped);
 			src->smp_mark = b->top;
 			stack_set_floor(b, b->slots);
@@ -407,7 +406,7 @@ void sm_prof_entries(void *const entry[][2], unsigned n)
 	sm_init();
 	if (!sm_opt.prof || sm_kfence_every || sm_opt.debug || sm_opt.stats || sm_prof_direct ||
 	    !n || n > sizeof patched / sizeof patched[0] ||
-	    __atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED))
+	    __atomic_load_n(&sm_second_thread, __ATOMIC_RELAXED))
 		return;
 	unsigned done = 0;
 	while (done < n && sm_os_patch_jump(entry[done][0], entry[done][1], patched[done].saved))

@@ -71,10 +71,10 @@ struct slab *sm_slab_new(struct cache *c)
 	s->objects = c->objects;
 	s->bad_q_bits = ~below | ((1ULL << c->shift) - 1);
 	s->cls = (uint8_t)c->cls;
-	/* free()'s stack: free_stack; with SLUBMALLOC_STATS=1 the remote_stack, which has no room
-	 * there, so every free takes the slow path, where it is counted */
-	s->free_stack_off = sm_opt.stats ? (int64_t)offsetof(struct tcache, remote_stack[c->cls])
-					  : (int64_t)offsetof(struct tcache, free_stack[c->cls]);
+	/* free()'s stack: free_stack; with SLUBMALLOC_STATS=1 free_stack[NCLASS], which has no
+	 * room (nor has remote_stack[NCLASS]), so every free takes the slow path, where it is
+	 * counted; malloc's fastpath stays */
+	s->free_stack_off = (int64_t)offsetof(struct tcache, free_stack[sm_opt.stats ? NCLASS : c->cls]);
 	s->carved = 0;
 	for (unsigned i = 1; i < s->pages; i++) { /* the read-only fields, for page_desc() */
 		s[i].cache = c;

@@ -15,14 +15,14 @@
 /* A thread's object cache of one class ("kmem_cache_cpu", shaped as the kernel's sheaves) is two
  * stacks of object pointers, each a struct stack.
  * free pushes *top++ of the free stack (tcache.free_stack).
- * malloc pops *--top of the free stack first, while it needs no sorting: the object freed last
- * comes back first, while its lines are likely still cached.
+ * malloc pops *--top of the free stack first, unless it is held: the object freed last comes
+ * back first, while its lines are likely still cached.
  * Else malloc pops the allocation stack (tcache.alloc_stack). It holds what a refill brought
  * and what a swap moved over.
- * malloc that finds the allocation stack empty while the free stack needs sorting swaps the
- * two first (stack_swap, through class_swap).
+ * malloc that finds the allocation stack empty while the free stack is held swaps the two
+ * first (stack_swap).
  * free that finds its stack full swaps them when malloc's is empty, else sends the older half
- * back.
+ * back. A remote stack (tcache.remote_stack) goes back whole.
  * Pointers, not a count: the fastpaths compare and store without scaling an index. */
 struct stack {
 	void **top;      /* objects are slots[0, top - slots) */
@@ -30,8 +30,8 @@ struct stack {
 			  * slots (no room) until the thread is set up, and again after it exits */
 	void **slots;    /* slots[-1] is a NULL guard (the double-free check reads it) */
 	void **floor;    /* malloc's fastpath pops while top > floor. A free stack's is slots, or
-			  * lim while the stack is held (stack_held: its objects must be sorted
-			  * before reuse, class_swap). An allocation stack's is slots, or raised
+			  * lim while the stack is held (stack_held: the thread is armed for
+			  * sampling, sample.c). An allocation stack's is slots, or raised
 			  * to stop at a sample (kfence.c). Poked: FLOOR_POKED set as well */
 };
 

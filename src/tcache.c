@@ -8,21 +8,20 @@
  *   source[c].active ---------------------------------------------> word = {freelist, counters}
  *
  * A thread keeps two stacks of objects per size class c.
- * free pushes the free stack free_stack[c]. malloc pops it, or, when it is empty or needs sorting,
- * the allocation stack alloc_stack[c].
+ * free pushes the free stack free_stack[c]. malloc pops it, or, when it is empty or held for
+ * sampling, the allocation stack alloc_stack[c].
  * Each holds objects of any slabs of c, at most cap of them.
  * The stacks grow to cap_grown once free_stack[c] has overflowed or c has refilled twice.
  * They grow to cap_burst, in arrays of their own (tc->burst[c]), once free_stack[c] overflows
  * again with only objects of the thread's own slabs, in runs of a page.
  * They stay grown until malloc_trim.
- * When the allocation stack runs dry while the free stack needs sorting, the two swap
- * (class_swap).
+ * When the allocation stack runs dry while the free stack is held, the two swap (stack_swap).
  * When free_stack[c] fills, they swap if alloc_stack[c] is empty. Else they grow. Else the
  * older half of free_stack[c] goes back to its slabs, grouped by slab (sm_flush).
- * In classes below a cache line, once a second thread has a cache, each swap first moves the
- * objects of slabs another thread froze last to remote_stack[c]. They go back to their slabs
- * when it fills. So a thread never reuses a small object next to ones another thread writes
- * (no passive false sharing).
+ * In classes below a cache line, free pushes the objects of slabs another thread froze last on
+ * remote_stack[c] (free_stack_in, internal.h). They go back to their slabs when it fills. So a
+ * thread never reuses a small object next to ones another thread writes (no passive false
+ * sharing).
  * Objects in a stack or a spill chain count as in use for their slabs.
  * When both stacks are empty, alloc_stack[c] is refilled from the active slab: its spill
  * chain, its shared freelist (take-all), then its untouched objects (carve).
@@ -98,61 +97,13 @@ static void restart_if_all_free(const struct cache *c, struct slab *s, struct so
 	s->carved = 0;
 }
 
-/* ---- other threads' sub-line objects (class_swap, internal.h) ---- */
-int sm_subline_shared; /* set when a second thread gets a cache (sm_thread_setup) */
+int sm_second_thread; /* set when a second thread gets a cache (sm_thread_setup) */
 
-/* The calling thread's sub-line free stacks become held: malloc's fastpath stops popping them,
- * and class_swap sorts them first. Once, after a second thread got a cache. */
-void sm_hold(struct tcache *tc)
-{
-	if (tc->state != T_LIVE)
-		return;
-	tc->held = 1;
-	for (unsigned i = 0; i < NCLASS; i++)
-		sm_free_stack_floor(tc, i);
-}
-
+/* Free stack cls's floor: lim while the thread is armed for sampling (sample.c), else slots. */
 void sm_free_stack_floor(struct tcache *tc, unsigned cls)
 {
 	struct stack *f = &tc->free_stack[cls];
-	struct pf_count *pc = &tc->pf_direct[cls];
-	pc->held = tc->held && sm_g.caches[cls].size < 64;
-	stack_set_floor(f, tc->smp_armed || pc->held ? f->lim : f->slots);
-}
-
-/* f (a held sub-line free_stack of the calling thread, pf_count.held) is about to become
- * malloc's stack: its objects of slabs another thread froze last go to the remote_stack (sent
- * back to their slabs when it is full or closed), the others keep their order. */
-void sm_sort_foreign(struct stack *f)
-{
-	uint16_t id = sm_tcp->id;
-	struct stack *r = f + (offsetof(struct tcache, remote_stack) -
-			       offsetof(struct tcache, free_stack)) /
-				    sizeof(struct stack);
-	void **keep = f->slots;
-	uintptr_t page = 1; /* the last object's page (1: none yet) and whether it is ours */
-	bool ours = false;
-	for (void **o = f->slots; o != f->top; o++) {
-		uintptr_t a = (uintptr_t)*o;
-		if ((a ^ page) >> SPAGE_SHIFT) { /* one slab's objects often come in a row */
-			page = a;
-			ours = __atomic_load_n(&page_desc(a)->subline_owner, __ATOMIC_RELAXED) == id;
-		}
-		if (ours) {
-			*keep++ = *o;
-			continue;
-		}
-		if (r->top == r->lim) { /* full (or closed: SLUBMALLOC_STATS=1) */
-			sm_free_array(r->slots, stack_count(r));
-			r->top = r->slots;
-			if (r->top == r->lim) {
-				sm_free_array(o, 1);
-				continue;
-			}
-		}
-		*r->top++ = *o;
-	}
-	f->top = keep;
+	stack_set_floor(f, tc->smp_armed ? f->lim : f->slots);
 }
 
 /* Put between 1 and want objects of c into out[], from one source, in this order: the spill
@@ -160,7 +111,7 @@ void sm_sort_foreign(struct stack *f)
  * handed out, the slab starts over), its untouched objects (carve, running the ctor on them),
  * a partial slab (which may start over too), a new slab. Returns how many; 0 only when memory is
  * exhausted (ENOMEM). source is the calling thread's for c, owner its id: a slab it
- * freezes records it (for objects smaller than a cache line; see class_swap). */
+ * freezes records it (for objects smaller than a cache line; see free_stack_in). */
 uint32_t sm_fill(struct cache *c, uint16_t owner, struct source *source, void **out, uint32_t want)
 {
 	uint32_t n;
@@ -204,7 +155,7 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct source *source, void **
 	}
 }
 
-/* The thread's stack for cls and its free stack are empty (the caller tried class_swap; the
+/* The thread's stack for cls and its free stack are empty (the caller tried stack_swap; the
  * orphan's frees never reach its free stack): fill half of the stack. One object for the
  * caller, or NULL. */
 void *sm_refill(struct tcache *tc, unsigned cls)
@@ -248,8 +199,8 @@ size_t sm_take_n(struct cache *c, uint16_t owner, struct stack *b, struct stack 
 		sm_copy_ptrs(out + got, b->top, k);
 		if ((got += k) == n)
 			return n;
-		/* the free stack's objects next (a typed cache's: no sorting) */
-		if (f && (c->cls < NCLASS ? class_swap(b, f) : stack_swap(b, f)))
+		/* the free stack's objects next */
+		if (f && stack_swap(b, f))
 			continue;
 		uint32_t cap = stack_cap(b);
 		if (n - got < cap) { /* refill the stack by half and go round */
@@ -425,7 +376,7 @@ static bool burst_stacks(struct tcache *tc, unsigned cls)
 }
 
 /* Objects of slabs another thread froze, from a flush: in classes of a cache line or more to
- * the depot, for a thread that allocates them; below a line (which class_swap keeps from
+ * the depot, for a thread that allocates them; below a line (which free_stack_in keeps from
  * being reused here) and when the depot is full, back to their slabs. */
 #define OTHERS_CHUNK 512
 static void others_back(unsigned cls, void **o, uint32_t k)
@@ -434,26 +385,45 @@ static void others_back(unsigned cls, void **o, uint32_t k)
 		sm_free_array(o, k);
 }
 
+/* A flush's first steps: a sign of life, a kick for the background thread, and the drain a
+ * malloc_trim or a poke asked for (a thread that only frees drains here). Returns false when it
+ * drained the thread's stacks: the caller has room then. */
+static bool flush_begin(struct tcache *tc, unsigned cls)
+{
+	__atomic_store_n(&tc->slow_n, tc->slow_n + 1, __ATOMIC_RELAXED);
+	sm_bg_kick(); /* its cache is full: it may keep that much if it goes quiet */
+	if (unlikely(tc->trim_gen != __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED) ||
+		     stack_poked(&tc->free_stack[cls]))) {
+		sm_trim_self(tc); /* drains the full stack too */
+		return false;
+	}
+	if (unlikely(sm_sampling))
+		sm_sample_wake(tc);
+	return true;
+}
+
+/* The remote stack of cls is full: its objects go back to their slabs, grouped by slab. */
+void sm_flush_remote(struct tcache *tc, unsigned cls)
+{
+	if (!flush_begin(tc, cls))
+		return;
+	struct stack *r = &tc->remote_stack[cls];
+	sm_free_array(r->slots, stack_count(r));
+	r->top = r->slots;
+}
+
 /* The free stack of cls is full: if malloc's stack is empty, they swap; if the class has not
  * grown yet, both stacks grow to cap_grown; if they have, and the older half holds only
  * objects of this thread's own slabs, in runs of a page (bursts of its own objects), to
  * cap_burst; else the older half goes back to the slabs. */
 void sm_flush(struct tcache *tc, unsigned cls)
 {
-	__atomic_store_n(&tc->slow_n, tc->slow_n + 1, __ATOMIC_RELAXED);
-	sm_bg_kick(); /* its cache is full: it may keep that much if it goes quiet */
-	if (unlikely(tc->trim_gen != __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED) ||
-		     stack_poked(&tc->free_stack[cls]))) {
-		sm_trim_self(tc); /* drains this stack too */
+	if (!flush_begin(tc, cls))
 		return;
-	}
-	hold_if_shared(tc);
-	if (unlikely(sm_sampling))
-		sm_sample_wake(tc);
 	struct stack *b = &tc->free_stack[cls];
 	if (tc->alloc_stack[cls].top == tc->alloc_stack[cls].slots) { /* malloc's stack is empty: these
 							      * objects become it */
-		class_swap(&tc->alloc_stack[cls], b);
+		stack_swap(&tc->alloc_stack[cls], b);
 		if (unlikely(tc->smp_armed))
 			sm_sample_arm(&tc->alloc_stack[cls], 0);
 		return;

@@ -67,8 +67,8 @@ static void setup(struct tcache *tc, void **blk)
 	static uint32_t next_id;
 	uint32_t serial = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
 	tc->id = (uint16_t)(serial % 65534 + 1);
-	if (serial && !__atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED))
-		__atomic_store_n(&sm_subline_shared, 1, __ATOMIC_RELAXED); /* a second thread */
+	if (serial && !__atomic_load_n(&sm_second_thread, __ATOMIC_RELAXED))
+		__atomic_store_n(&sm_second_thread, 1, __ATOMIC_RELAXED);
 	tc->trim_gen = __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED);
 	tc->slow_n = 1; /* (bg_seen is 0: not quiet before the background thread's first look) */
 	for (unsigned i = 0; i < NCLASS; i++) {
@@ -79,17 +79,11 @@ static void setup(struct tcache *tc, void **blk)
 				blk[0] = NULL;
 			/* a debug cache has no stacks: its calls all take the slow path */
 			stack_init(stacks[k], blk + 1, sm_g.caches[i].debug ? 0 : sm_g.caches[i].cap);
-			if (sm_opt.stats && k == 2) /* every free to the counted slow path: the
-						     * slabs point free() at the remote_stack (slab.c),
-						     * with no room; malloc's fastpath stays */
-				stack_close(stacks[k]);
 			blk += (k < 2 ? sm_g.caches[i].cap_grown : sm_g.caches[i].cap) + 1;
 		}
 		sm_free_stack_floor(tc, i);
 	}
 	tc->state = T_LIVE;
-	if (__atomic_load_n(&sm_subline_shared, __ATOMIC_RELAXED))
-		sm_hold(tc);
 	if (sm_sampling)
 		sm_sample_wake(tc);
 }

@@ -175,8 +175,9 @@ run_test api_contract_debuglib 0 env LD_PRELOAD="$root/build/preload/libslubmall
     SLUBMALLOC_EXPECT=1 SLUBMALLOC_DEBUG=FZP build/tests/api_contract
 run_test api_contract_prof 1 env SLUBMALLOC_PROF=1 SLUBMALLOC_PROF_SAMPLE=4096 \
     SLUBMALLOC_PROF_FILE="$logdir/api_contract_prof" build/tests/api_contract
-# The patched entries of SLUBMALLOC_PROF=1 keep other threads' sub-line objects from reuse
-# (passive false sharing: 200 of 200 reused before 2026-12-03). A rate with no samples here.
+# Under the patched entries of SLUBMALLOC_PROF=1 too, free keeps other threads' sub-line objects
+# from reuse (passive false sharing: 200 of 200 reused before 2026-12-03). A rate with no
+# samples here.
 run_test unit_bulk_mt_prof 0 env SLUBMALLOC_PROF=1 SLUBMALLOC_PROF_SAMPLE=1073741824 \
     SLUBMALLOC_PROF_FILE=/dev/null build/tests/unit/unit_bulk_mt
 # loaded with dlopen by a plugin linked with it, not preloaded

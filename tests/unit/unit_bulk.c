@@ -8,6 +8,7 @@
  * use in bulk_util.h.
  * Each case runs in a child of its own; `unit_bulk NAME...` runs only the named cases. */
 #include <malloc.h>
+#include <pthread.h>
 
 #include "api_util.h"
 #include "bulk_util.h"
@@ -75,6 +76,15 @@ static void case_every_size(void)
 }
 
 /* ---- n = 0, NULL arrays, n = 1, large n ---- */
+/* free_bulk(0) as a thread's first call, ptrs[0] a live object: the thread's stacks have no
+ * slots yet (it read ptrs[0] and the word below the stack's top, at address -8, before
+ * 2026-12-04). */
+static void *free_none_first(void *v)
+{
+	free_bulk(0, v);
+	return NULL;
+}
+
 static void case_counts(void)
 {
 	void *v[4] = {(void *)0x1234, (void *)0x5678, (void *)1, (void *)8};
@@ -87,6 +97,11 @@ static void case_counts(void)
 	CHECK(malloc_bulk(64, 3, NULL) == 0 && errno == EINVAL,
 	      "malloc_bulk(64, 3, NULL) must fail with EINVAL (errno %d)", errno);
 	free_bulk(0, v); /* must not look at the (invalid) entries */
+	void *live[1] = {malloc(16)};
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, free_none_first, live) == 0 && pthread_join(t, NULL) == 0,
+	      "free_bulk(0) as a thread's first call");
+	free(live[0]);
 	free_bulk(4, (void *[4]){NULL, NULL, NULL, NULL});
 
 	/* size 0: n distinct, freeable objects, like malloc(0) */

@@ -3,10 +3,12 @@
  * allocation functions and threads (some of them exited) are freed in bulk by other threads.
  * Cross-thread bulk frees race with the owner's own bulk calls; nothing is lost or corrupted.
  * Objects smaller than a cache line that another thread allocated are not reused by the
- * thread that freed them (passive false sharing); larger ones are. The single-threaded cases
+ * thread that freed them (passive false sharing); larger ones are. free_bulk'ed objects stay
+ * double frees when another thread freezes their slab. The single-threaded cases
  * are in unit_bulk.c; the helpers both use in bulk_util.h.
  * Each case runs in a child of its own; `unit_bulk_mt NAME...` runs only the named cases. */
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 
 #include "api_util.h"
@@ -292,12 +294,63 @@ static void case_small_not_reused(void)
 	      "(want all: larger objects are reused)", n, PFS_N);
 }
 
+/* free_bulk's unkeyed zone (bulk.c) must not outlive the stack choice of free(): a run of
+ * 48-byte objects is free_bulk'ed, then another thread freezes their slab, so free() picks the
+ * remote stack for them (free_stack_in). A free() of one of them is still a double free. Before
+ * the fix the zone covered the run on the free stack, the remote stack had room, and the free
+ * went through unreported: two stacks held the object. */
+enum { ZM_SIZE = 48, ZM_N = 3000 };
+static void *zm_v[ZM_N], *zm_got;
+static sem_t zm_go, zm_done;
+
+static void *zm_freezer(void *arg)
+{
+	(void)arg;
+	sem_wait(&zm_go);
+	free(zm_v[12]);            /* to this thread's remote stack */
+	malloc_trim(0);            /* back to its slab, which becomes partial */
+	zm_got = malloc(ZM_SIZE);  /* freezes that slab, the only partial one */
+	sem_post(&zm_done);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* The thread is made first: pthread_create mallocs, and a slow path keys the zone. Between
+ * free_bulk and the free() the calling thread makes no other call. */
+static void zm_child(void *arg)
+{
+	(void)arg;
+	pthread_t t;
+	sem_init(&zm_go, 0, 0);
+	sem_init(&zm_done, 0, 0);
+	if (pthread_create(&t, NULL, zm_freezer, NULL))
+		_exit(3);
+	for (int i = 0; i < ZM_N; i++)
+		zm_v[i] = malloc(ZM_SIZE);
+	void *run[2] = {zm_v[10], zm_v[11]};
+	free_bulk(2, run);
+	sem_post(&zm_go);
+	sem_wait(&zm_done);
+	if (zm_got != zm_v[12]) { /* the other thread did not freeze the run's slab */
+		fprintf(stderr, "setup: the other thread got %p, not %p\n", zm_got, zm_v[12]);
+		_exit(4);
+	}
+	free(zm_v[10]); /* a double free */
+}
+
+static void case_zone_owner_moves(void)
+{
+	expect_report(zm_child, NULL, "free() of a free_bulk'ed object after another thread froze its slab");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
 		{"mixed_threads", case_mixed_threads},
 		{"cross_thread_race", case_cross_thread_race},
 		{"small_not_reused", case_small_not_reused},
+		{"zone_owner_moves", case_zone_owner_moves},
 	};
 	int failed = run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);
 	failed |= rerun_without_avx2(argv);

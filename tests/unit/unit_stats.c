@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -377,6 +378,56 @@ static void trim_releases(void)
 	free(v);
 }
 
+/* malloc_trim reaches a thread that only frees other threads' objects smaller than a cache line
+ * (they go to its remote stack): it drains its whole cache at its next flush, as every thread
+ * that only frees does (trim.c). Before 2026-12-04 the remote stack's flush skipped that, and
+ * the consumer kept its cached 1000-byte objects, and so their slabs. */
+enum { TC_SMALL = 20000, TC_KEPT = 100 };
+static void *tc_small[TC_SMALL];
+static sem_t tc_kept, tc_trimmed, tc_freed, tc_counted;
+
+static void *tc_consumer(void *arg)
+{
+	(void)arg;
+	void *v[TC_KEPT];
+	for (int i = 0; i < TC_KEPT; i++)
+		v[i] = malloc(1000);
+	for (int i = 0; i < TC_KEPT; i++)
+		free(v[i]); /* cached on this thread's stacks */
+	sem_post(&tc_kept);
+	sem_wait(&tc_trimmed);
+	for (int i = 0; i < TC_SMALL; i++)
+		free(tc_small[i]);
+	sem_post(&tc_freed);
+	sem_wait(&tc_counted); /* (its exit would drain its cache) */
+	return NULL;
+}
+
+static void trim_reaches_consumer(void)
+{
+	sem_init(&tc_kept, 0, 0);
+	sem_init(&tc_trimmed, 0, 0);
+	sem_init(&tc_freed, 0, 0);
+	sem_init(&tc_counted, 0, 0);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, tc_consumer, NULL) == 0, "pthread_create");
+	sem_wait(&tc_kept);
+	for (int i = 0; i < TC_SMALL; i++)
+		CHECK(tc_small[i] = malloc(16), "malloc");
+	size_t before = row("kmalloc-1024").active_slabs;
+	malloc_trim(0);
+	sem_post(&tc_trimmed);
+	sem_wait(&tc_freed);
+	size_t after = row("kmalloc-1024").active_slabs;
+	printf("kmalloc-1024 active slabs: %zu before malloc_trim, %zu after the consumer's frees\n",
+	       before, after);
+	CHECK(before > 0, "the consumer cached no 1000-byte object");
+	CHECK(after == 0, "the consumer kept %zu slabs of kmalloc-1024 after malloc_trim and %d "
+	      "frees", after, TC_SMALL);
+	sem_post(&tc_counted);
+	pthread_join(t, NULL);
+}
+
 static void mallinfo2_consistent(void)
 {
 	enum { N = 1000 };
@@ -451,6 +502,7 @@ int main(int argc, char **argv)
 		{"table_at_exit", table_at_exit},
 		{"options_parse", options_parse},
 		{"trim_releases", trim_releases},
+		{"trim_reaches_consumer", trim_reaches_consumer},
 		{"mallinfo2_consistent", mallinfo2_consistent},
 		{"glibc_extras", glibc_extras},
 	};
