@@ -241,18 +241,24 @@ extern const struct tcache sm_tc_new, sm_tc_dead;
 #define REMOTE_OFF \
 	((int64_t)(offsetof(struct tcache, remote_stack) - offsetof(struct tcache, free_stack)))
 
-/* free()'s stack for an object of s in thread tc: free_stack[s->cls]; remote_stack[s->cls]
- * when s holds objects smaller than a cache line and another thread froze it last
- * (subline_owner), so that tc never reuses an object next to ones that thread writes.
- * With SLUBMALLOC_STATS=1 the slabs point at free_stack[NCLASS], and so remote_stack[NCLASS]:
- * both have no room, and every free takes its counted slow path (slab.c). */
-static inline struct stack *free_stack_in(const struct tcache *tc, const struct slab *s)
+/* 1 when s holds objects smaller than a cache line and a thread other than tc froze it last
+ * (subline_owner), else 0. Without a branch: a program frees objects of both kinds in any
+ * order, and a branch here mispredicts. */
+static inline uint64_t slab_other(const struct tcache *tc, const struct slab *s)
 {
 	uint16_t owner = __atomic_load_n(&s->subline_owner, __ATOMIC_RELAXED);
-	/* without a branch: a program frees objects of both kinds in any order, and a branch here
-	 * mispredicts */
-	uint64_t other = (uint64_t)((owner != 0) & (owner != tc->id));
-	return (struct stack *)(void *)((char *)tc + s->free_stack_off + (-other & REMOTE_OFF));
+	return (uint64_t)((owner != 0) & (owner != tc->id));
+}
+
+/* free()'s stack for an object of s in thread tc: free_stack[s->cls], or remote_stack[s->cls]
+ * for another thread's slab (slab_other), so that tc never reuses an object next to ones that
+ * thread writes. With SLUBMALLOC_STATS=1 the slabs point at free_stack[NCLASS], and so
+ * remote_stack[NCLASS]: both have no room, and every free takes its counted slow path
+ * (slab.c). */
+static inline struct stack *free_stack_in(const struct tcache *tc, const struct slab *s)
+{
+	return (struct stack *)(void *)((char *)tc + s->free_stack_off +
+					(-slab_other(tc, s) & REMOTE_OFF));
 }
 
 static inline struct stack *free_stack_of(const struct slab *s)
