@@ -132,6 +132,13 @@ void sm_bg_start(void)
 		    "memory goes back at later frees\n");
 }
 
+/* Is the thread there (mallctl's "background_thread")? */
+bool sm_bg_running(void)
+{
+	int st = __atomic_load_n(&bg_state, __ATOMIC_RELAXED);
+	return st != BG_OFF && st != BG_FAILED;
+}
+
 void sm_bg_kick(void)
 {
 	if (__atomic_load_n(&bg_state, __ATOMIC_RELAXED) == BG_IDLE &&

@@ -692,6 +692,7 @@ void sm_poke(struct tcache *tc);               /* another thread's: tc drains at
 void sm_bg_start(void);  /* no engine lock held (pthread_create mallocs): at load, or sm_bg_poll */
 void sm_bg_kick(void);   /* memory became pending (page_lock or large_lock held), or a flush */
 void sm_bg_forked(void); /* fork's child handler */
+bool sm_bg_running(void); /* started, not failed */
 void sm_bg_thread_left(void); /* a thread's exit: the thread ends the process once it is alone */
 extern int sm_bg_want;   /* a forked child wants its thread */
 /* The slow paths of malloc and free, with no lock held: start a forked child's thread. */
@@ -700,6 +701,20 @@ static inline void sm_bg_poll(void)
 	if (unlikely(__atomic_load_n(&sm_bg_want, __ATOMIC_RELAXED)))
 		sm_bg_start();
 }
+
+/* "jemalloc.c", "mallctl.c": jemalloc 5's calls, for programs built against it */
+void *sm_mallocx(size_t size, int flags);
+void *sm_rallocx(void *p, size_t size, int flags);
+size_t sm_xallocx(void *p, size_t size, size_t extra, int flags);
+size_t sm_nallocx(size_t size, int flags);
+void sm_sdallocx(void *p, size_t size, int flags);
+bool sm_ctl_arena_exists(unsigned a); /* 0, or a number arenas.create gave, not destroyed */
+int sm_mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen);
+int sm_mallctlnametomib(const char *name, size_t *mibp, size_t *miblenp);
+int sm_mallctlbymib(const size_t *mib, size_t miblen, void *oldp, size_t *oldlenp, void *newp,
+		    size_t newlen);
+void sm_malloc_stats_print(void (*cb)(void *, const char *), void *opaque, const char *opts);
+void sm_ctl_after_fork(void); /* a child: mallctl's locks free */
 
 /* "fork.c": the allocator across fork (the rule: the lock order, top of freelist.c) */
 void sm_fork_register(void);              /* once, at init: the pthread_atfork handlers */

@@ -61,6 +61,7 @@ struct census {
 	uint64_t inuse[NROWS];   /* objects not on a slab's shared freelist (word counters) */
 	uint64_t slabs[NROWS];
 	uint64_t empty[NROWS];   /* unfrozen slabs with no object in use */
+	uint64_t full[NROWS];    /* unfrozen slabs with every object in use */
 	uint64_t held[NROWS];    /* of inuse: objects sitting in thread caches, or untouched */
 	uint64_t ev[NROWS][NEV];
 };
@@ -81,6 +82,7 @@ static void census_slab(struct slab *s, void *arg)
 	k->inuse[row] += SLAB_INUSE(hi);
 	k->slabs[row]++;
 	k->empty[row] += !(hi & SLAB_FROZEN) && SLAB_INUSE(hi) == 0;
+	k->full[row] += !(hi & SLAB_FROZEN) && SLAB_INUSE(hi) == s->objects;
 }
 
 /* Objects in another thread's stack, read while that thread may be changing it: top and slots
@@ -248,17 +250,52 @@ void sm_stats_after_fork(void)
 	sm_unlock(&info_lock);
 }
 
+static struct census census_k; /* big: not on a caller's stack; guarded by census_lock */
+
 SM_EXPORT size_t slub_stats_get(struct slub_stats *totals, struct slub_cache_stats *caches,
 				size_t max)
 {
-	static struct census k; /* big: not on the caller's stack; guarded by census_lock */
 	struct slub_stats t;
 	sm_lock(&census_lock);
-	size_t n = collect(&k, &t, caches, caches ? max : 0);
+	size_t n = collect(&census_k, &t, caches, caches ? max : 0);
 	sm_unlock(&census_lock);
 	if (totals)
 		*totals = t;
 	return n;
+}
+
+/* The figures of jemalloc's names (mallctl.c): the totals, each size class's bin, and the
+ * bytes of the slabs that have an object in use. */
+void sm_stats_snapshot(struct sm_snapshot *o)
+{
+	struct census *k = &census_k;
+	struct slub_stats t;
+	sm_lock(&census_lock);
+	collect(k, &t, NULL, 0);
+	o->allocated = t.bytes_in_use;
+	o->small_allocated = t.small_bytes_in_use;
+	o->large_bytes = t.large_bytes;
+	o->mapped = t.bytes_mapped;
+	o->slab_mapped = t.slab_bytes_mapped;
+	o->resident = t.bytes_resident;
+	o->slab_bytes_active = 0;
+	for (unsigned r = 0; r < NROWS; r++) {
+		struct cache copy;
+		const struct cache *c = &copy;
+		if (r < NCLASS)
+			c = &sm_g.caches[r];
+		else if (!sm_typed_copy(r - NCLASS, &copy))
+			continue;
+		o->slab_bytes_active += sat_sub(k->slabs[r], k->empty[r]) * c->pages * SPAGE_SIZE;
+		if (r < NCLASS) {
+			o->bin[r].curregs = sat_sub(k->inuse[r], k->held[r]);
+			o->bin[r].curslabs = k->slabs[r];
+			o->bin[r].nonfull = sat_sub(k->slabs[r], k->full[r]);
+		}
+	}
+	sm_unlock(&census_lock);
+	uint64_t mapped;
+	sm_region_figures(&mapped, &o->dirty_bytes);
 }
 
 /* ---- printing ---- */

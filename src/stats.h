@@ -38,6 +38,14 @@ void sm_stats_thread_start(struct tcache *tc);
 void sm_stats_thread_exit(struct tcache *tc);  /* after it left the registry */
 void sm_stats_print(int fd);
 void sm_stats_after_fork(void);                /* a child: the scratch locks free */
+struct sm_snapshot {                           /* for jemalloc's names (mallctl.c) */
+	uint64_t allocated, small_allocated, large_bytes; /* slub_stats' in use, small, large */
+	uint64_t mapped, slab_mapped, resident; /* slub_stats' bytes_mapped, slab_bytes_mapped, ... */
+	uint64_t slab_bytes_active;            /* slabs with an object in use, whole */
+	uint64_t dirty_bytes;                  /* free slab pages not yet purged */
+	struct { uint64_t curregs, curslabs, nonfull; } bin[NCLASS];
+};
+void sm_stats_snapshot(struct sm_snapshot *o);
 void sm_malloc_stats(void);                    /* glibc's malloc_stats (stderr) */
 int sm_malloc_info(int options, FILE *fp);     /* glibc's malloc_info (XML) */
 int sm_mallopt(int param, int value);          /* accepted, no effect */

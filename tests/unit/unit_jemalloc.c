@@ -1,0 +1,311 @@
+/* unit_jemalloc: jemalloc 5's calls as a program built against libjemalloc makes them, linked
+ * with libslubmalloc. The prototypes and flag macros are written here, with jemalloc's
+ * encoding, as jemalloc.h has them. Checks: mallocx's alignment and zeroing, rallocx (content,
+ * zeroing past the old usable size, NULL with the block intact when it cannot), xallocx,
+ * sallocx and nallocx agree with the blocks made; sdallocx takes the asked size and the usable
+ * size, and reports a size larger than the block; arenas.create's numbers work in
+ * MALLOCX_ARENA until destroyed; mallctl's errors (unknown names, sizes, read-only names,
+ * actions) are jemalloc's; stats.allocated and the bins' curregs follow what the program
+ * holds; mallctlnametomib and mallctlbymib work with numbers patched in; malloc_stats_print
+ * reaches its callback. Each case runs in a child of its own (run_cases). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "api_util.h"
+
+#define MALLOCX_LG_ALIGN(la) ((int)(la))
+#define MALLOCX_ALIGN(a) ((int)(__builtin_ffsll((long long)(a)) - 1))
+#define MALLOCX_ZERO ((int)0x40)
+#define MALLOCX_TCACHE(tc) ((int)(((tc) + 2) << 8))
+#define MALLOCX_TCACHE_NONE MALLOCX_TCACHE(-1)
+#define MALLOCX_ARENA(a) ((int)(((unsigned)(a) + 1) << 20))
+#define MALLCTL_ARENAS_ALL 4096
+
+void *mallocx(size_t size, int flags);
+void *rallocx(void *ptr, size_t size, int flags);
+size_t xallocx(void *ptr, size_t size, size_t extra, int flags);
+size_t sallocx(const void *ptr, int flags);
+void dallocx(void *ptr, int flags);
+void sdallocx(void *ptr, size_t size, int flags);
+size_t nallocx(size_t size, int flags);
+int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen);
+int mallctlnametomib(const char *name, size_t *mibp, size_t *miblenp);
+int mallctlbymib(const size_t *mib, size_t miblen, void *oldp, size_t *oldlenp, void *newp,
+		 size_t newlen);
+void malloc_stats_print(void (*write_cb)(void *, const char *), void *cbopaque, const char *opts);
+
+static const size_t sizes[] = {1, 8, 16, 17, 100, 1000, 4096, 5000, 65536, 131072, 131073,
+			       1 << 20, (5 << 20) + 3};
+
+static bool all_zero(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+static void t_mallocx(void)
+{
+	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+		size_t n = sizes[i];
+		void *p = mallocx(n, 0);
+		CHECK(p && sallocx(p, 0) >= n, "mallocx(%zu)", n);
+		CHECK(sallocx(p, 0) == malloc_usable_size(p), "sallocx(%zu)", n);
+		CHECK(nallocx(n, 0) == sallocx(p, 0), "nallocx(%zu) %zu, block %zu", n,
+		      nallocx(n, 0), sallocx(p, 0));
+		memset(p, 0xa5, sallocx(p, 0));
+		dallocx(p, 0);
+		for (unsigned lg = 5; lg <= 13; lg += 4) {
+			void *q = mallocx(n, MALLOCX_LG_ALIGN(lg) | MALLOCX_ZERO);
+			CHECK(q && !((uintptr_t)q & ((1u << lg) - 1)), "mallocx(%zu, 2^%u)", n, lg);
+			CHECK(all_zero(q, sallocx(q, 0)), "MALLOCX_ZERO, %zu, 2^%u: not zero", n, lg);
+			CHECK(nallocx(n, MALLOCX_LG_ALIGN(lg)) <= sallocx(q, 0), "aligned nallocx");
+			memset(q, 0xa5, sallocx(q, 0));
+			sdallocx(q, n, MALLOCX_LG_ALIGN(lg));
+		}
+		void *z = mallocx(n, MALLOCX_ZERO);
+		CHECK(z && all_zero(z, sallocx(z, 0)), "MALLOCX_ZERO %zu: not zero to its usable size", n);
+		sdallocx(z, sallocx(z, 0), 0); /* the usable size, as bind's isc_mem_free gives */
+	}
+	void *p = mallocx(0, 0); /* jemalloc's release builds: the smallest class */
+	CHECK(p && sallocx(p, 0) >= 1, "mallocx(0)");
+	sdallocx(p, 0, 0);
+	CHECK(!mallocx(1, MALLOCX_LG_ALIGN(63)), "an alignment of 2^63 cannot be");
+	CHECK(nallocx(SIZE_MAX, 0) == 0, "nallocx(SIZE_MAX)");
+	CHECK(!mallocx(SIZE_MAX / 2, 0), "mallocx(SIZE_MAX / 2)");
+	printf("mallocx, sallocx, nallocx, sdallocx: sizes 1 to 5 MiB, aligned, zeroed\n");
+}
+
+static void t_rallocx(void)
+{
+	for (size_t i = 0; i + 1 < sizeof sizes / sizeof *sizes; i++) {
+		size_t n = sizes[i], m = sizes[i + 1];
+		unsigned char *p = mallocx(n, MALLOCX_ZERO);
+		memset(p, 0x5a, n);
+		size_t old = sallocx(p, 0);
+		unsigned char *q = rallocx(p, m, MALLOCX_ZERO);
+		CHECK(q && sallocx(q, 0) >= m, "rallocx %zu -> %zu", n, m);
+		for (size_t k = 0; k < n; k++)
+			CHECK(q[k] == 0x5a, "rallocx %zu -> %zu: byte %zu lost", n, m, k);
+		CHECK(all_zero(q + n, old - n) && all_zero(q + old, sallocx(q, 0) - old),
+		      "rallocx %zu -> %zu with MALLOCX_ZERO: not zero past the data", n, m);
+		unsigned char *r = rallocx(q, n, MALLOCX_ALIGN(4096));
+		CHECK(r && !((uintptr_t)r & 4095) && r[0] == 0x5a && r[n - 1] == 0x5a,
+		      "rallocx to 4 KiB alignment, %zu", n);
+		CHECK(!rallocx(r, SIZE_MAX / 2, 0), "rallocx to SIZE_MAX / 2 succeeded");
+		CHECK(r[0] == 0x5a && sallocx(r, 0) >= n, "rallocx's failure changed the block");
+		CHECK(xallocx(r, n, 0, 0) >= n && xallocx(r, n, 0, 0) == sallocx(r, 0), "xallocx fits");
+		size_t big = sallocx(r, 0) + 1;
+		CHECK(xallocx(r, big, 0, 0) < big, "xallocx grew in place and said it did not");
+		dallocx(r, MALLOCX_TCACHE_NONE);
+	}
+	printf("rallocx and xallocx: content kept, zeroed past it, NULL and intact on failure\n");
+}
+
+static void wrong_size(void *arg)
+{
+	(void)arg;
+	void *p = mallocx(100, 0);
+	sdallocx(p, 4096, 0);
+}
+
+static void wrong_aligned_size(void *arg)
+{
+	(void)arg;
+	void *p = mallocx(100, MALLOCX_ALIGN(64));
+	sdallocx(p, 1 << 20, MALLOCX_ALIGN(64));
+}
+
+static void t_sdallocx_bad(void)
+{
+	expect_report(wrong_size, NULL, "sdallocx with a size larger than the block");
+	expect_report(wrong_aligned_size, NULL, "aligned sdallocx with a size larger than the block");
+	printf("sdallocx: a size larger than the block is reported\n");
+}
+
+static void t_arenas(void)
+{
+	unsigned a, n0, n1;
+	size_t len = sizeof a;
+	CHECK(mallctl("arenas.narenas", &n0, &len, NULL, 0) == 0 && n0 == 1, "narenas %u", n0);
+	CHECK(mallctl("arenas.create", &a, &len, NULL, 0) == 0 && a == 1, "arenas.create %u", a);
+	CHECK(mallctl("arenas.narenas", &n1, &len, NULL, 0) == 0 && n1 == 2, "narenas %u", n1);
+	int fl = MALLOCX_ARENA(a) | MALLOCX_TCACHE_NONE;
+	void *p = mallocx(200, fl);
+	CHECK(p, "mallocx in arena %u", a);
+	p = rallocx(p, 400, fl);
+	CHECK(p && sallocx(p, fl) >= 400, "rallocx in arena %u", a);
+	sdallocx(p, 400, fl);
+	CHECK(!mallocx(8, MALLOCX_ARENA(7)), "an arena never created gave a block");
+	ssize_t d = 0, got;
+	len = sizeof got;
+	char name[64];
+	snprintf(name, sizeof name, "arena.%u.dirty_decay_ms", a);
+	CHECK(mallctl(name, NULL, NULL, &d, sizeof d) == 0, "write %s", name);
+	CHECK(mallctl(name, &got, &len, NULL, 0) == 0 && got == 0, "read %s back", name);
+	snprintf(name, sizeof name, "arena.%u.destroy", a);
+	CHECK(mallctl(name, NULL, NULL, NULL, 0) == 0, "%s", name);
+	CHECK(!mallocx(8, MALLOCX_ARENA(a)), "a destroyed arena gave a block");
+	CHECK(mallctl("arena.0.destroy", NULL, NULL, NULL, 0) == EFAULT, "the heap destroyed");
+	CHECK(mallctl("arena.9.purge", NULL, NULL, NULL, 0) == ENOENT, "arena.9.purge");
+	snprintf(name, sizeof name, "arena.%u.purge", n1); /* redis: narenas stands for all */
+	CHECK(mallctl(name, NULL, NULL, NULL, 0) == 0, "%s", name);
+	CHECK(mallctl("arena.4096.purge", NULL, NULL, NULL, 0) == 0, "arena.4096.purge");
+	unsigned tc;
+	len = sizeof tc;
+	CHECK(mallctl("tcache.create", &tc, &len, NULL, 0) == 0, "tcache.create");
+	p = mallocx(64, MALLOCX_TCACHE(tc));
+	CHECK(p, "mallocx with MALLOCX_TCACHE(%u)", tc);
+	dallocx(p, MALLOCX_TCACHE(tc));
+	CHECK(mallctl("tcache.destroy", NULL, NULL, &tc, sizeof tc) == 0, "tcache.destroy");
+	printf("arenas.create, MALLOCX_ARENA, destroy, decay, purge of all, tcache.create\n");
+}
+
+static void t_errors(void)
+{
+	size_t z, len = sizeof z;
+	uint64_t e;
+	const char *v;
+	size_t vl = sizeof v;
+	CHECK(mallctl("version", &v, &vl, NULL, 0) == 0 && !strncmp(v, "5.", 2), "version");
+	CHECK(mallctl("no.such.name", &z, &len, NULL, 0) == ENOENT, "unknown name");
+	CHECK(mallctl("arenas", &z, &len, NULL, 0) == ENOENT, "an inner node");
+	CHECK(mallctl("epoch.x", &z, &len, NULL, 0) == ENOENT, "past a leaf");
+	CHECK(mallctl("arenas..page", &z, &len, NULL, 0) == ENOENT, "an empty component");
+	CHECK(mallctl("", &z, &len, NULL, 0) == ENOENT, "an empty name");
+	CHECK(mallctl("arenas.bin.999.size", &z, &len, NULL, 0) == ENOENT, "bin out of range");
+	CHECK(mallctl("stats.arenas.99999999999999999999999.pactive", &z, &len, NULL, 0) == ENOENT,
+	      "a number too long");
+	uint32_t small = 0;
+	len = sizeof small;
+	CHECK(mallctl("arenas.page", &small, &len, NULL, 0) == EINVAL && len == sizeof small,
+	      "a short read: EINVAL, and what fits");
+	len = sizeof z;
+	CHECK(mallctl("arenas.page", &z, &len, NULL, 0) == 0 && z == (size_t)sysconf(_SC_PAGESIZE),
+	      "arenas.page");
+	CHECK(mallctl("arenas.page", NULL, NULL, &z, sizeof z) == EPERM, "write to read-only");
+	CHECK(mallctl("thread.tcache.flush", &z, &len, NULL, 0) == EPERM, "read of an action");
+	CHECK(mallctl("thread.tcache.flush", NULL, NULL, NULL, 0) == 0, "thread.tcache.flush");
+	e = 1;
+	CHECK(mallctl("epoch", NULL, NULL, &e, 4) == EINVAL, "a short write");
+	size_t el = sizeof e;
+	uint64_t e0;
+	CHECK(mallctl("epoch", &e0, &el, &e, sizeof e) == 0, "epoch");
+	CHECK(mallctl("epoch", &e, &el, &e, sizeof e) == 0 && e == e0 + 1, "epoch moves");
+	bool b;
+	size_t bl = sizeof b;
+	CHECK(mallctl("background_thread", &b, &bl, NULL, 0) == 0 && !b, "background_thread off");
+	unsigned nb;
+	len = sizeof nb;
+	CHECK(mallctl("arenas.nbins", &nb, &len, NULL, 0) == 0 && nb > 10, "nbins");
+	uint32_t nregs;
+	len = sizeof nregs;
+	CHECK(mallctl("arenas.bin.0.nregs", &nregs, &len, NULL, 0) == 0 && nregs > 1, "nregs (4 bytes)");
+	len = sizeof z;
+	CHECK(mallctl("arenas.bin.0.size", &z, &len, NULL, 0) == 0 && z == nallocx(1, 0), "bin 0");
+	printf("mallctl: ENOENT, EINVAL, EPERM as jemalloc gives them; epoch; the bins\n");
+}
+
+static size_t read_z(const char *name)
+{
+	size_t z = 0, len = sizeof z;
+	CHECK(mallctl(name, &z, &len, NULL, 0) == 0, "read %s", name);
+	return z;
+}
+
+static void refresh(void)
+{
+	uint64_t e = 1;
+	size_t el = sizeof e;
+	CHECK(mallctl("epoch", &e, &el, &e, sizeof e) == 0, "epoch");
+}
+
+static void t_stats(void)
+{
+	enum { N = 1000, SIZE = 3000 };
+	static void *v[N];
+	unsigned nb;
+	size_t len = sizeof nb, bin = 0, z;
+	CHECK(mallctl("arenas.nbins", &nb, &len, NULL, 0) == 0, "nbins");
+	for (; bin < nb; bin++) {
+		char name[64];
+		snprintf(name, sizeof name, "arenas.bin.%zu.size", bin);
+		if (read_z(name) == nallocx(SIZE, 0))
+			break;
+	}
+	CHECK(bin < nb, "no bin of %d bytes' class", SIZE);
+	size_t mib[8], miblen = 8;
+	CHECK(mallctlnametomib("stats.arenas.0.bins.0.curregs", mib, &miblen) == 0 && miblen == 6,
+	      "nametomib gave %zu components", miblen);
+	mib[2] = MALLCTL_ARENAS_ALL;
+	mib[4] = bin;
+	refresh();
+	size_t allocated0 = read_z("stats.allocated"), cur0;
+	len = sizeof cur0;
+	CHECK(mallctlbymib(mib, miblen, &cur0, &len, NULL, 0) == 0, "bymib");
+	for (int i = 0; i < N; i++)
+		v[i] = mallocx(SIZE, 0);
+	void *big = mallocx(10 << 20, 0);
+	refresh();
+	size_t allocated1 = read_z("stats.allocated"), cur1;
+	CHECK(mallctlbymib(mib, miblen, &cur1, &len, NULL, 0) == 0, "bymib");
+	CHECK(cur1 - cur0 == N, "curregs moved by %zu for %d blocks", cur1 - cur0, N);
+	size_t want = N * nallocx(SIZE, 0) + sallocx(big, 0);
+	CHECK(allocated1 - allocated0 == want, "stats.allocated moved by %zu, the blocks are %zu",
+	      allocated1 - allocated0, want);
+	CHECK(read_z("stats.active") >= allocated1 && read_z("stats.mapped") >= read_z("stats.active"),
+	      "allocated <= active <= mapped");
+	CHECK(read_z("stats.resident") > 0, "resident");
+	for (int i = 0; i < N; i++)
+		sdallocx(v[i], SIZE, 0);
+	dallocx(big, 0);
+	refresh();
+	CHECK(mallctlbymib(mib, miblen, &z, &len, NULL, 0) == 0 && z == cur0, "curregs back to %zu: %zu",
+	      cur0, z);
+	CHECK(read_z("stats.allocated") == allocated0, "stats.allocated back");
+	miblen = 2;
+	CHECK(mallctlnametomib("arena.0.purge", mib, &miblen) == 0 && miblen == 2, "a partial MIB");
+	miblen = 8;
+	CHECK(mallctlnametomib("arena.0.purge", mib, &miblen) == 0 && miblen == 3 && mib[1] == 0,
+	      "arena.0.purge's MIB");
+	mib[1] = MALLCTL_ARENAS_ALL;
+	CHECK(mallctlbymib(mib, 3, NULL, NULL, NULL, 0) == 0, "purge by MIB");
+	CHECK(mallctlbymib(mib, 2, NULL, NULL, NULL, 0) == ENOENT, "a partial MIB names nothing");
+	printf("stats.allocated and curregs follow %d blocks and a large one; MIBs\n", N);
+}
+
+static void collect(void *arg, const char *s)
+{
+	size_t *n = arg;
+	if (strstr(s, "Allocated: "))
+		*n += 1;
+	void *p = malloc(strlen(s) + 1); /* the callback may allocate (redis's does) */
+	free(p);
+}
+
+static void t_stats_print(void)
+{
+	size_t found = 0;
+	malloc_stats_print(collect, &found, NULL);
+	CHECK(found == 1, "malloc_stats_print: the totals line came %zu times", found);
+	printf("malloc_stats_print reaches its callback\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{"mallocx", t_mallocx},       {"rallocx", t_rallocx}, {"sdallocx_bad", t_sdallocx_bad},
+		{"arenas", t_arenas},         {"errors", t_errors},   {"stats", t_stats},
+		{"stats_print", t_stats_print},
+	};
+	return run_cases(argc, argv, cases, sizeof cases / sizeof *cases, 60);
+}
