@@ -76,7 +76,7 @@ struct slub_stats {
 	size_t small_bytes_in_use;
 	size_t bytes_mapped;       /* slab regions, large blocks and cached freed ranges */
 	size_t slab_bytes_mapped;  /* slab regions alone */
-	size_t bytes_resident;     /* the process's resident set (from /proc/self/statm) */
+	size_t bytes_resident;     /* of slubmalloc's mappings, the bytes in memory (mincore) */
 	size_t large_count, large_bytes;            /* large blocks alive (> 128 KiB) */
 	size_t large_peak_count, large_peak_bytes;  /* ... at most, so far */
 	uint64_t large_allocations;                 /* large blocks allocated so far */

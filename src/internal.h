@@ -529,6 +529,7 @@ void sm_slabs_census(const struct cache *c, uint64_t *inuse, uint64_t *frozen); 
 size_t sm_pages_purge_all(void);               /* malloc_trim: every dirty page; bytes */
 uint64_t sm_pages_purge_due(void);             /* background: the due ones; next due or 0 */
 void sm_region_figures(uint64_t *mapped, uint64_t *dirty);
+uint64_t sm_region_resident(void);             /* in memory (mincore) */
 void sm_region_walk_locked(void (*fn)(struct slab *head, void *arg), void *arg); /* page lock */
 void sm_region_lock(void);
 void sm_region_unlock(void);
@@ -580,6 +581,7 @@ void sm_orphan_leave(void);
 void *sm_orphan_alloc(unsigned cls);      /* NULL: no memory */
 /* Every thread cache (the registry, then the orphan), under their locks. */
 void sm_tcache_walk(void (*fn)(struct tcache *tc, void *arg), void *arg);
+uint64_t sm_thread_resident(void); /* the threads' blocks in memory (mincore) */
 void sm_orphan_lock_all(void);
 void sm_orphan_unlock_all(bool child);
 void sm_block_lock_all(void);
@@ -625,6 +627,7 @@ void sm_large_figures(uint64_t *live_n, uint64_t *live_bytes, uint64_t *cached_b
 		      uint64_t *peak_n, uint64_t *peak_bytes);
 size_t sm_large_release(bool all, uint64_t *due); /* unmap the cached ranges due (all: malloc_trim);
 						   * due may be NULL */
+uint64_t sm_large_resident(void);             /* in memory (mincore), the table too */
 void sm_large_lock_all(void);
 void sm_large_unlock_all(bool reinit);
 

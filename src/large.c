@@ -711,6 +711,23 @@ void sm_large_figures(uint64_t *n, uint64_t *bytes, uint64_t *cached, uint64_t *
 	sm_unlock(&large_lock);
 }
 
+/* The bytes in memory (mincore) of the live blocks, the cached ranges and the table. */
+uint64_t sm_large_resident(void)
+{
+	sm_lock(&large_lock);
+	uint64_t n = table ? sm_os_resident(table, table_cap * sizeof *table) : 0;
+	for (size_t i = 0; i < table_cap; i++)
+		if (table[i].key)
+			n += sm_os_resident((void *)table[i].base, table[i].len);
+	for (unsigned i = 0; i < LARGE_CACHE_SLOTS; i++)
+		if (cached[i].base)
+			n += sm_os_resident((void *)cached[i].base, cached[i].len);
+	if (recent.base)
+		n += sm_os_resident((void *)recent.base, recent.len);
+	sm_unlock(&large_lock);
+	return n;
+}
+
 /* The cached ranges past the delay (all of them: force; malloc_trim) go back. Returns the bytes
  * unmapped; *due (unless NULL): when the next is due (the background thread), 0: none is left. */
 size_t sm_large_release(bool force, uint64_t *due)

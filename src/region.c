@@ -232,6 +232,17 @@ void sm_region_figures(uint64_t *mapped, uint64_t *dirty)
 	sm_unlock(&page_lock);
 }
 
+/* The bytes of the regions that are in memory (mincore). */
+uint64_t sm_region_resident(void)
+{
+	uint64_t n = 0;
+	sm_lock(&page_lock);
+	for (struct region *r = regions; r; r = r->next)
+		n += sm_os_resident(r, REGION_SIZE);
+	sm_unlock(&page_lock);
+	return n;
+}
+
 void sm_region_lock(void)
 {
 	sm_lock(&page_lock);

@@ -172,18 +172,11 @@ static void row_of(const struct census *k, unsigned r, const struct cache *c,
 	o->slabs_freed = ev[EV_SLAB_FREE];
 }
 
-static uint64_t rss_bytes(void)
+/* The bytes of slubmalloc's memory that are in memory, as the kernel counts them (mincore):
+ * the regions, the large blocks and cached ranges with their table, the thread caches. */
+static uint64_t resident_bytes(void)
 {
-	char buf[128];
-	if (sm_os_read_file("/proc/self/statm", buf, sizeof buf) <= 0)
-		return 0;
-	const char *p = buf;
-	while (*p && *p != ' ')
-		p++;
-	uint64_t pages = 0;
-	for (p++; *p >= '0' && *p <= '9'; p++)
-		pages = pages * 10 + (uint64_t)(*p - '0');
-	return pages * (uint64_t)sm_os_page_size();
+	return sm_region_resident() + sm_large_resident() + sm_thread_resident();
 }
 
 static bool row_used(const struct census *k, unsigned r)
@@ -235,7 +228,7 @@ static size_t collect(struct census *k, struct slub_stats *t, struct slub_cache_
 	for (unsigned r = 0; r < NROWS; r++)
 		t->bytes_requested += k->ev[r][EV_BYTES];
 	t->bytes_mapped = mapped + t->large_bytes + cached;
-	t->bytes_resident = rss_bytes();
+	t->bytes_resident = resident_bytes();
 	return n < max ? n : max;
 }
 
@@ -366,7 +359,7 @@ void sm_stats_print(int fd)
 		  "asked for by every malloc so far; counted with SLUBMALLOC_STATS=1");
 	put_total(fd, "bytes_in_use", t.bytes_in_use, "objects at their class size, large blocks");
 	put_total(fd, "bytes_mapped", t.bytes_mapped, "slab regions, large blocks, cached ranges");
-	put_total(fd, "bytes_resident", t.bytes_resident, "RSS of the process");
+	put_total(fd, "bytes_resident", t.bytes_resident, "of these, in memory (mincore)");
 	put_total(fd, "large_alive", t.large_count, "large blocks in use");
 	put_total(fd, "large_bytes", t.large_bytes, "their bytes");
 	put_total(fd, "large_allocations", t.large_allocations, "large blocks allocated so far");

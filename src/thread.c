@@ -171,6 +171,24 @@ void sm_tcache_walk(void (*fn)(struct tcache *tc, void *arg), void *arg)
 	sm_orphan_leave();
 }
 
+static void block_resident(struct tcache *tc, void *arg)
+{
+	if (tc->block)
+		*(uint64_t *)arg += sm_os_resident(tc->block, block_words() * sizeof(void *));
+}
+
+/* The bytes in memory (mincore) of the threads' blocks, in use and pooled. */
+uint64_t sm_thread_resident(void)
+{
+	uint64_t n = 0;
+	sm_tcache_walk(block_resident, &n);
+	sm_lock(&block_lock);
+	for (void **b = block_pool; b; b = *b)
+		n += sm_os_resident(b, block_words() * sizeof(void *));
+	sm_unlock(&block_lock);
+	return n;
+}
+
 /* ---- start and exit ---- */
 static pthread_key_t exit_key;
 static int exit_key_ok;

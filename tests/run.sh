@@ -19,7 +19,8 @@ per_test_timeout=${SLUB_TEST_TIMEOUT:-300}
 # ---------- tools ----------
 # command:package pairs, installed only when the command is absent
 need=(meson:meson ninja:ninja-build gcc:gcc g++:g++ clang:clang python3:python3 perl:perl git:git
-      google-pprof:google-perftools
+      google-pprof:google-perftools named:bind9 dig:bind9-dnsutils dnsperf:dnsperf
+      redis-server:redis-server redis-cli:redis-tools
       sqlite3:sqlite3 sort:coreutils timeout:coreutils nm:binutils ps:procps /usr/bin/time:time)
 missing=()
 for pair in "${need[@]}"; do
@@ -190,6 +191,8 @@ run_test fork_paths 0 build/tests/fork_paths
 # real programs: the script itself runs without LD_PRELOAD and preloads SLUBMALLOC_LIB itself
 if [ -f "$lib" ]; then
     run_test real_programs 0 bash tests/real_programs.sh
+    # programs built against libjemalloc (named, redis-server) on jemalloc's calls
+    run_test --timeout 300 jemalloc_programs 0 bash tests/jemalloc_programs.sh
 else
     report_fail real_programs "preload library build/preload/libslubmalloc.so is missing"
 fi

@@ -96,6 +96,21 @@ void sm_os_purge(void *p, size_t size)
 	madvise(p, size, MADV_DONTNEED);
 }
 
+/* mincore, a chunk of pages at a time (its vector is on the stack). p is page-aligned. */
+size_t sm_os_resident(const void *p, size_t size)
+{
+	size_t page = sm_os_page_size(), n = 0;
+	unsigned char vec[1024];
+	for (size_t off = 0; off < size;) {
+		size_t len = size - off < sizeof vec * page ? size - off : sizeof vec * page;
+		if (mincore((char *)p + off, len, vec) == 0)
+			for (size_t i = 0; i < (len + page - 1) / page; i++)
+				n += vec[i] & 1;
+		off += len;
+	}
+	return n * page;
+}
+
 /* Transparent huge pages for [p, p + size): allowed (MADV_HUGEPAGE) or refused, so that a
  * system set to "always" does not turn sparse slab pages into resident 2 MiB ones. */
 void sm_os_hugepages(void *p, size_t size, bool on)

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "slubmalloc.h"
 #include "api_util.h"
 
 #define MALLOCX_LG_ALIGN(la) ((int)(la))
@@ -283,6 +284,92 @@ static void t_stats(void)
 	printf("stats.allocated and curregs follow %d blocks and a large one; MIBs\n", N);
 }
 
+/* What the kernel says is resident in anonymous mappings that are not a file's .bss (an
+ * anonymous mapping right after a file's), the stack or the heap: in this single-threaded
+ * program, slubmalloc's mappings and a few pages of the loader's. */
+static size_t kernel_anon_rss(void)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	CHECK(f, "open smaps");
+	static char line[512];
+	size_t total = 0, prev_end = 0, end = 0;
+	bool ours = false, prev_file = false;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		char path[256] = "";
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %255s", &lo, &hi, path) >= 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			bool bss = !path[0] && prev_file && lo == prev_end;
+			ours = !path[0] && !bss;
+			prev_file = path[0] == '/';
+			prev_end = end = hi;
+			continue;
+		}
+		size_t kb;
+		if (ours && sscanf(line, "Rss: %zu kB", &kb) == 1)
+			total += kb * 1024;
+	}
+	(void)end;
+	fclose(f);
+	return total;
+}
+
+static void check_resident(const char *when)
+{
+	refresh();
+	size_t ctl = read_z("stats.resident"), kern = kernel_anon_rss();
+	struct slub_stats t;
+	slub_stats_get(&t, NULL, 0);
+	size_t tol = kern / 100 > (1u << 20) ? kern / 100 : (1u << 20);
+	CHECK(ctl <= kern + tol && kern <= ctl + tol, "%s: stats.resident %zu, the kernel %zu", when,
+	      ctl, kern);
+	CHECK(t.bytes_resident <= kern + tol && kern <= t.bytes_resident + tol,
+	      "%s: slub_stats' bytes_resident %zu, the kernel %zu", when, t.bytes_resident, kern);
+}
+
+/* stats.resident against the kernel, and stats.allocated against the live blocks' usable
+ * sizes, after allocating, freeing 7 of 8 at random, trimming and allocating again. */
+static void t_resident(void)
+{
+	enum { N = 40000 };
+	static void *v[N];
+	uint64_t rng = 42;
+	refresh();
+	size_t base = read_z("stats.allocated"), live = 0;
+	for (int i = 0; i < N; i++) {
+		size_t n = i % 1000 == 0 ? 200000 + rng_below(&rng, 1 << 20) : 16 + rng_below(&rng, 3000);
+		v[i] = mallocx(n, 0);
+		memset(v[i], 1, n);
+		live += sallocx(v[i], 0);
+	}
+	refresh();
+	CHECK(read_z("stats.allocated") - base == live, "allocated %zu, live blocks %zu",
+	      read_z("stats.allocated") - base, live);
+	check_resident("allocated");
+	for (int i = 0; i < N; i++)
+		if (rng_below(&rng, 8)) {
+			live -= sallocx(v[i], 0);
+			dallocx(v[i], 0);
+			v[i] = NULL;
+		}
+	refresh();
+	CHECK(read_z("stats.allocated") - base == live, "after frees: allocated %zu, live %zu",
+	      read_z("stats.allocated") - base, live);
+	check_resident("7 of 8 freed");
+	CHECK(mallctl("arena.4096.purge", NULL, NULL, NULL, 0) == 0, "purge");
+	check_resident("purged");
+	for (int i = 0; i < N; i += 2)
+		if (!v[i]) {
+			v[i] = mallocx(64 + (size_t)i % 500, 0);
+			live += sallocx(v[i], 0);
+		}
+	refresh();
+	CHECK(read_z("stats.allocated") - base == live, "again: allocated %zu, live %zu",
+	      read_z("stats.allocated") - base, live);
+	check_resident("allocated again");
+	printf("stats.resident within 1%% (or 1 MiB) of the kernel's figure; allocated exact\n");
+}
+
 static void collect(void *arg, const char *s)
 {
 	size_t *n = arg;
@@ -305,7 +392,7 @@ int main(int argc, char **argv)
 	static const struct test_case cases[] = {
 		{"mallocx", t_mallocx},       {"rallocx", t_rallocx}, {"sdallocx_bad", t_sdallocx_bad},
 		{"arenas", t_arenas},         {"errors", t_errors},   {"stats", t_stats},
-		{"stats_print", t_stats_print},
+		{"stats_print", t_stats_print}, {"resident", t_resident},
 	};
 	return run_cases(argc, argv, cases, sizeof cases / sizeof *cases, 60);
 }
