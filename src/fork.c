@@ -88,6 +88,7 @@ static void fork_child(void)
 	engine_unlock_all(true);
 	sm_stats_after_fork();
 	sm_ctl_after_fork();
+	sm_prof_dump_after_fork();
 	/* glibc resets it too when it saw threads; either way only this thread held it */
 	if (_IO_list_resetlock)
 		_IO_list_resetlock();

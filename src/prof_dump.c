@@ -10,11 +10,15 @@
  * Written at exit (a destructor) to SLUBMALLOC_PROF_FILE, by default slubmalloc.<pid>.heap in
  * the working directory; by slub_prof_dump(path) at any time; and with
  * SLUBMALLOC_PROF_INTERVAL=B, about every B bytes allocated, to <file>.<n>.heap.
+ * %p in SLUBMALLOC_PROF_FILE is the pid. An automatic dump never writes over a file that
+ * another process made: a wrapper (sh, timeout, env) that is preloaded too ends after its
+ * child, and its profile goes beside the child's (open_own).
  * It allocates nothing: numbers are formatted into a buffer on the stack and written with
  * write(2). The counts are copied out of the table one stack at a time, under its lock, and
  * written without it. A child of fork has a table of its own: the parent's samples, then its
  * own, and its own pid in the default name. */
 #include <errno.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -104,13 +108,21 @@ static bool write_profile(int fd)
 	return o.ok && sm_os_copy_file("/proc/self/maps", fd);
 }
 
-/* base, or "slubmalloc.<pid>" when base is empty, then ".<seq>" when seq, then ".heap"
- * unless base was given and seq is 0. */
+/* base (its %p the pid, %% a %), or "slubmalloc.<pid>" when base is empty, then ".<seq>"
+ * when seq, then ".heap" unless base was given and seq is 0. */
 static void file_name(char *out, size_t cap, const char *base, uint64_t seq)
 {
 	struct out o = {.fd = -1};
 	if (*base) {
-		put(&o, base);
+		for (const char *p = base; *p; p++) {
+			char c[2] = {*p, 0};
+			if (p[0] == '%' && p[1] == 'p')
+				put_num(&o, sm_os_pid(), 10), p++;
+			else if (p[0] == '%' && p[1] == '%')
+				put(&o, "%"), p++;
+			else
+				put(&o, c);
+		}
 	} else {
 		put(&o, "slubmalloc.");
 		put_num(&o, sm_os_pid(), 10);
@@ -127,21 +139,87 @@ static void file_name(char *out, size_t cap, const char *base, uint64_t seq)
 	out[n] = 0;
 }
 
-int sm_prof_dump(const char *path)
+#define NAME_CAP (sizeof sm_opt.prof_file + 64)
+
+/* The file of an automatic dump (at exit, by interval): this process's own, never another's.
+ * A name this process created is written again. A name that exists and is not this process's
+ * (a wrapper's child wrote it, or an earlier run) stays: the profile goes beside it, with the
+ * pid before its ".heap", and a line on stderr says where. */
+static sm_lock_t own_lock; /* fork does not take it: a child starts with it free */
+
+void sm_prof_dump_after_fork(void)
 {
-	if (!sm_opt.prof)
-		return errno = ENOENT, -1;
-	char name[sizeof sm_opt.prof_file + 32];
-	if (!path || !*path) {
-		file_name(name, sizeof name, sm_opt.prof_file, 0);
-		path = name;
+	sm_unlock(&own_lock);
+}
+
+static int open_own(const char *name)
+{
+	static char asked[NAME_CAP], got[NAME_CAP]; /* this process's last: asked for, written */
+	static int32_t owner;                        /* its pid */
+	char alt[NAME_CAP + 24];
+	int32_t pid = sm_os_pid();
+	sm_lock(&own_lock);
+	int fd;
+	if (owner == pid && !strcmp(asked, name)) {
+		fd = sm_os_open_log(got);
+		sm_unlock(&own_lock);
+		return fd;
 	}
-	int fd = sm_os_open_log(path);
+	const char *path = name;
+	fd = sm_os_create_new(name);
+	if (fd < 0 && errno == EEXIST) {
+		struct out o = {.fd = -1};
+		size_t len = strlen(name);
+		bool heap = len > 5 && !strcmp(name + len - 5, ".heap");
+		for (size_t i = 0; i < len - (heap ? 5 : 0); i++) {
+			char c[2] = {name[i], 0};
+			put(&o, c);
+		}
+		put(&o, ".");
+		put_num(&o, (uint64_t)pid, 10);
+		if (heap)
+			put(&o, ".heap");
+		memcpy(alt, o.buf, o.n < sizeof alt - 1 ? o.n : sizeof alt - 1);
+		alt[o.n < sizeof alt - 1 ? o.n : sizeof alt - 1] = 0;
+		path = alt;
+		fd = sm_os_open_log(alt);
+		if (fd >= 0) {
+			sm_write(2, "slubmalloc: ");
+			sm_write(2, name);
+			sm_write(2, " is not this process's; its heap profile goes to ");
+			sm_write(2, alt);
+			sm_write(2, "\n");
+		}
+	}
+	if (fd >= 0 && strlen(name) < sizeof asked && strlen(path) < sizeof got) {
+		owner = pid;
+		strcpy(asked, name);
+		strcpy(got, path);
+	}
+	sm_unlock(&own_lock);
+	return fd;
+}
+
+static int dump_to(int fd)
+{
 	if (fd < 0)
 		return -1;
 	bool ok = write_profile(fd);
 	sm_os_close(fd);
 	return ok ? 0 : (errno = EIO, -1);
+}
+
+/* path: written there, as the caller asks. NULL: SLUBMALLOC_PROF_FILE's name, this process's
+ * own (open_own). */
+int sm_prof_dump(const char *path)
+{
+	if (!sm_opt.prof)
+		return errno = ENOENT, -1;
+	if (path && *path)
+		return dump_to(sm_os_open_log(path));
+	char name[NAME_CAP];
+	file_name(name, sizeof name, sm_opt.prof_file, 0);
+	return dump_to(open_own(name));
 }
 
 /* SLUBMALLOC_PROF_INTERVAL: each sample stands for R bytes allocated on average, so a dump
@@ -155,10 +233,10 @@ void sm_prof_after_sample(void)
 	uint64_t n = __atomic_add_fetch(&samples, 1, __ATOMIC_RELAXED);
 	if (n % (every ? every : 1))
 		return;
-	char name[sizeof sm_opt.prof_file + 32];
+	char name[NAME_CAP];
 	file_name(name, sizeof name, sm_opt.prof_file, __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
 	int saved = errno;
-	sm_prof_dump(name);
+	dump_to(open_own(name));
 	errno = saved;
 }
 

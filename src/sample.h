@@ -45,6 +45,7 @@ uint32_t sm_prof_nstacks(void);
 void sm_prof_counts(uint32_t id, struct prof_stack *out);
 void sm_prof_after_sample(void);           /* prof_dump.c: SLUBMALLOC_PROF_INTERVAL's dumps */
 int sm_prof_dump(const char *path);        /* prof_dump.c: the profile, to path or the default */
+void sm_prof_dump_after_fork(void);        /* a child: its name lock free */
 void sm_prof_caches_lock_all(void);        /* fork */
 void sm_prof_caches_unlock_all(void);
 void sm_prof_lock_all(void);

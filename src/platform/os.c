@@ -291,6 +291,12 @@ int sm_os_open_log(const char *path)
 			    0644);
 }
 
+int sm_os_create_new(const char *path)
+{
+	return (int)syscall(SYS_openat, AT_FDCWD, path,
+			    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+}
+
 void sm_os_close(int fd)
 {
 	syscall(SYS_close, fd);

@@ -52,6 +52,7 @@ void sm_os_cpu_init(void);                          /* CPU features the arch hea
 bool sm_os_write(int fd, const void *buf, size_t n);              /* all of it, or false */
 ssize_t sm_os_read_file(const char *path, char *buf, size_t size); /* small files; NUL-ended */
 int sm_os_open_log(const char *path);  /* for writing, created or truncated, close-on-exec */
+int sm_os_create_new(const char *path); /* the same, only if it does not exist (else EEXIST) */
 int sm_os_dup(int fd);                 /* a close-on-exec copy, numbered 3 or more */
 void sm_os_close(int fd);
 bool sm_os_copy_file(const char *path, int fd); /* all of a /proc file onto fd */

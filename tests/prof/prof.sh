@@ -89,6 +89,18 @@ check "fork, parent" "$sites" "$parent" site_b 0 0
 check "fork, child" "$sites" "$dir/fork/slubmalloc.$child.heap" site_a $A 10
 check "fork, child" "$sites" "$dir/fork/slubmalloc.$child.heap" site_b $B 10
 
+# A wrapper that is preloaded too (timeout) ends after its child: the child's profile stays in
+# SLUBMALLOC_PROF_FILE, the wrapper's goes beside it; %p names a file per process.
+run wrapper SLUBMALLOC_PROF_FILE=x.heap -- timeout 100 "$sites" main
+check "a wrapper's child" "$sites" "$dir/wrapper/x.heap" site_a $A 10
+verdict "a wrapper" "its profile is beside its child's" "no x.<pid>.heap: $(ls "$dir/wrapper")" \
+    test -s "$(ls "$dir/wrapper"/x.[0-9]*.heap 2>/dev/null | head -n 1)"
+run pid_pattern SLUBMALLOC_PROF_FILE=p.%p.heap -- timeout 100 "$sites" fork
+child=$(awk '/^child/ { print $2 }' "$dir/pid_pattern/out.txt")
+check "%p, fork's child" "$sites" "$dir/pid_pattern/p.$child.heap" site_b $B 10
+verdict "%p" "three processes, three profiles" "$(ls "$dir/pid_pattern")" \
+    test "$(ls "$dir/pid_pattern"/p.[0-9]*.heap | wc -l)" = 3
+
 run realloc -- "$sites" realloc
 check realloc "$sites" "$(ls "$dir/realloc"/slubmalloc.*.heap)" site_r $A 10
 run memalign -- "$sites" memalign
