@@ -87,6 +87,18 @@ size_t slub_stats_get(struct slub_stats *totals, struct slub_cache_stats *caches
 /* Write the statistics to fd: a /proc/slabinfo 2.1 table, the event counters, the totals. */
 void slub_stats_print(int fd);
 
+/* Defragmentation, for a program that can move its objects (as Valkey's active defrag does).
+ * slub_defrag_hint(p): 1 when moving the block at p would help its slab empty: a small block
+ * in a slab no thread is filling, not full, and used no more than 9/8 of its size class's
+ * average (figures at most 0.1 s old). 0 for anything else (large blocks too).
+ * slub_defrag_move(p): when the hint says so, a new block from the fullest partial slab of
+ * p's size class with p's contents (its usable size), and p freed; else p itself. So a mover
+ * writes `obj = slub_defrag_move(obj)` and updates its references when the address changed.
+ * jemalloc's way works too: mallctl("experimental.utilization.batch_query"), then
+ * mallocx(size, MALLOCX_TCACHE_NONE), which takes from the fullest partial slab. */
+int slub_defrag_hint(const void *p);
+void *slub_defrag_move(void *p);
+
 /* With SLUBMALLOC_PROF=1: write the heap profile (gperftools' heap-profile format, which
  * google-pprof reads) to path, or to SLUBMALLOC_PROF_FILE (default slubmalloc.<pid>.heap) when
  * path is NULL. Returns 0, or -1 with errno (ENOENT: the profiler is off). Does not allocate. */

@@ -85,6 +85,8 @@
 
 #define SLABINFO_PAGE 4096UL                    /* /proc/slabinfo's pagesperslab counts 4 KiB
 						 * pages, whatever the OS page (stats.c) */
+#define FULLEST_SCAN 64                         /* partial slabs a mover's allocation looks at */
+#define DEFRAG_SNAP_NS 100000000ULL             /* the defrag hint's figures: at most this old */
 #define LARGE_CACHE_SLOTS 64                    /* freed large ranges kept for reuse */
 #define LARGE_RECENT_MAX (1u << 20)             /* a large block freed last, up to this size,
 						 * is not reused before the next large free */

@@ -315,6 +315,37 @@ struct slab *sm_slab_freeze_partial(struct cache *c, void **head, uint32_t *n)
 	return s;
 }
 
+/* For a mover (defrag.c): of the first FULLEST_SCAN slabs on c's partial list, the one with
+ * the most objects in use and a shared freelist, frozen; *head, *n as sm_slab_freeze_partial
+ * gives them. NULL when there is none. The mover hands it back with sm_slab_unfreeze. */
+struct slab *sm_slab_freeze_fullest(struct cache *c, void **head, uint32_t *n)
+{
+	if (!__atomic_load_n(&c->partial, __ATOMIC_RELAXED))
+		return NULL;
+	sm_lock(&c->lock);
+	struct slab *best = NULL, *s = c->partial;
+	uint32_t most = 0;
+	for (uint32_t i = 0; s && i < c->nr_partial && i < FULLEST_SCAN; i++, s = s->next) {
+		dword_t w = word_read(s); /* under the lock no push empties it (see SLAB STATES) */
+		if (w.lo && SLAB_INUSE(w.hi) > most)
+			best = s, most = SLAB_INUSE(w.hi);
+	}
+	if (!best) {
+		sm_unlock(&c->lock);
+		return NULL;
+	}
+	partial_remove(c, best);
+	dword_t old = word_read(best), new;
+	do {
+		new.lo = 0;
+		new.hi = SLAB_FROZEN | best->objects;
+	} while (!cas16(&best->word, &old, new));
+	sm_unlock(&c->lock);
+	*head = (void *)old.lo;
+	*n = best->carved - SLAB_INUSE(old.hi);
+	return best;
+}
+
 /* Hand the active slab back at thread exit: unfreeze it; it goes where its state says. */
 void sm_slab_unfreeze(struct slab *s)
 {

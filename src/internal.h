@@ -548,6 +548,7 @@ void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n);
 void *sm_slab_take_all(struct slab *s, uint32_t *n); /* owner of frozen s; NULL if none */
 bool sm_slab_unfreeze_full(struct slab *s);        /* false: a free got in first */
 struct slab *sm_slab_freeze_partial(struct cache *c, void **head, uint32_t *n);
+struct slab *sm_slab_freeze_fullest(struct cache *c, void **head, uint32_t *n); /* a mover's */
 void sm_slab_unfreeze(struct slab *s);             /* the owner's active slab, at exit */
 void sm_cache_shrink(struct cache *c);            /* free its empty slabs now */
 void sm_caches_lock_all(void);
@@ -718,6 +719,18 @@ int sm_mallctlbymib(const size_t *mib, size_t miblen, void *oldp, size_t *oldlen
 		    size_t newlen);
 void sm_malloc_stats_print(void (*cb)(void *, const char *), void *opaque, const char *opts);
 void sm_ctl_after_fork(void); /* a child: mallctl's locks free */
+/* a size class's figures at the last census (taken again when older than DEFRAG_SNAP_NS) */
+void sm_ctl_bin(unsigned cls, uint64_t *curregs, uint64_t *curslabs, uint64_t *nonfull);
+
+/* "defrag.c": for programs that move their objects */
+struct sm_util {              /* a block's slab, in jemalloc's utilization terms */
+	size_t nfree, nregs, size; /* free objects, objects, bytes (a large block: 0, 1, its size) */
+	struct slab *slab;         /* NULL: not a size class's block */
+	bool frozen;               /* some thread's active slab */
+	unsigned cls;
+};
+void sm_util_of(const void *p, struct sm_util *u); /* all zero: not ours */
+void *sm_alloc_fullest(size_t size); /* from the fullest partial slab; NULL: none */
 
 /* "fork.c": the allocator across fork (the rule: the lock order, top of freelist.c) */
 void sm_fork_register(void);              /* once, at init: the pthread_atfork handlers */

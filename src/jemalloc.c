@@ -5,7 +5,8 @@
  *   bits 8-19: tcache + 2 (0: the thread's, 1: none); bits 20-31: arena + 1 (0: automatic).
  * There is one heap. Arena 0 is it. mallctl's "arenas.create" gives other numbers for it
  * (mallctl.c): a flag with an arena that was never created fails, as in jemalloc.
- * MALLOCX_TCACHE_NONE and MALLOCX_TCACHE(t) take the thread's cache all the same.
+ * MALLOCX_TCACHE_NONE takes a small block from the fullest partial slab, as a mover needs
+ * (defrag.c). MALLOCX_TCACHE(t) takes the thread's cache, as no flag does.
  * A block of MALLOCX_ZERO is zero up to its usable size, so rallocx's zeroing may start at
  * the old usable size, as jemalloc's does.
  * A size of 0 is taken as 1, as jemalloc's release builds do. */
@@ -17,6 +18,8 @@
 
 #define LG_ALIGN_MASK 0x3f
 #define FLAG_ZERO 0x40
+#define TCACHE_MASK 0xfff00
+#define TCACHE_NONE 0x100
 #define ARENA_SHIFT 20
 
 static size_t flag_align(int flags)
@@ -48,6 +51,11 @@ void *sm_mallocx(size_t size, int flags)
 	if (!flag_arena_ok(flags) || align > SIZE_MAX / 2 + 1)
 		return errno = ENOMEM, NULL;
 	void *p;
+	if ((flags & TCACHE_MASK) == TCACHE_NONE && align <= MIN_ALIGN && (p = sm_alloc_fullest(size))) {
+		if (flags & FLAG_ZERO)
+			zero_tail(p, 0);
+		return p;
+	}
 	if (align <= MIN_ALIGN) {
 		if (!(flags & FLAG_ZERO))
 			return sm_alloc_counted(size);

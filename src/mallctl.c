@@ -21,10 +21,11 @@
 #define ARENAS_MAX 4095 /* numbers a flag can carry */
 #define VERSION "5.3.0-0-slubmalloc" /* jemalloc's API version, then who answers */
 
-enum ty { T_VOID, T_BOOL, T_UNSIGNED, T_U32, T_SIZE, T_SSIZE, T_U64, T_STR };
+/* T_RAW: the handler reads and checks the caller's buffers itself (raw_fn). */
+enum ty { T_VOID, T_BOOL, T_UNSIGNED, T_U32, T_SIZE, T_SSIZE, T_U64, T_STR, T_RAW };
 static const size_t ty_size[] = {0, sizeof(bool), sizeof(unsigned), sizeof(uint32_t),
 				 sizeof(size_t), sizeof(ssize_t), sizeof(uint64_t),
-				 sizeof(const char *)};
+				 sizeof(const char *), 0};
 enum { RO = 1, WO = 2, RW = 3, ACT = 0 };
 
 union val {
@@ -40,12 +41,14 @@ union val {
 /* A handler reads into *out (when the caller reads) and takes *in (when it writes). ix: the
  * name's numbers, in order. Returns 0 or an errno value. */
 typedef int (*handler_fn)(const size_t *ix, union val *out, const union val *in);
+typedef int (*raw_fn)(void *oldp, size_t *oldlenp, const void *newp, size_t newlen);
 
 struct entry {
 	const char *name;
 	enum ty ty;
 	int access;
 	handler_fn fn;
+	raw_fn raw; /* T_RAW */
 };
 
 /* ---- the heap's numbers ---- */
@@ -75,14 +78,26 @@ static bool arena_or_all(size_t a)
 /* ---- the statistics' snapshot ---- */
 static sm_lock_t snap_lock, print_lock; /* print_lock: malloc_stats_print's copy */
 static struct sm_snapshot snap;
-static uint64_t epoch;
+static uint64_t epoch, snap_ns;
 static bool snap_taken;
 
 static void refresh_locked(void)
 {
 	sm_stats_snapshot(&snap);
 	snap_taken = true;
+	snap_ns = sm_os_now_ns();
 	epoch++;
+}
+
+void sm_ctl_bin(unsigned cls, uint64_t *curregs, uint64_t *curslabs, uint64_t *nonfull)
+{
+	sm_lock(&snap_lock);
+	if (!snap_taken || sm_os_now_ns() - snap_ns > DEFRAG_SNAP_NS)
+		refresh_locked();
+	*curregs = snap.bin[cls].curregs;
+	*curslabs = snap.bin[cls].curslabs;
+	*nonfull = snap.bin[cls].nonfull;
+	sm_unlock(&snap_lock);
 }
 
 void sm_ctl_after_fork(void)
@@ -423,54 +438,101 @@ static int h_prof_dump(const size_t *ix, union val *out, const union val *in)
 	return sm_prof_dump(in ? in->s : NULL) < 0 ? EFAULT : 0;
 }
 
+/* experimental.utilization.query: one pointer in; out, jemalloc's 48 bytes: the slab a new
+ * block would come from (not given: NULL), the pointer's slab's free objects, objects and
+ * bytes, its bin's free objects and objects. Wrong sizes: EINVAL, nothing written. */
+static int r_util_query(void *oldp, size_t *oldlenp, const void *newp, size_t newlen)
+{
+	struct {
+		void *slabcur;
+		size_t nfree, nregs, size, bin_nfree, bin_nregs;
+	} o;
+	if (!oldp || !oldlenp || *oldlenp != sizeof o || !newp || newlen != sizeof(void *))
+		return EINVAL;
+	const void *p;
+	memcpy(&p, newp, sizeof p);
+	struct sm_util u;
+	sm_util_of(p, &u);
+	memset(&o, 0, sizeof o);
+	o.nfree = u.nfree, o.nregs = u.nregs, o.size = u.size;
+	if (u.slab) {
+		uint64_t curregs, curslabs, nonfull;
+		sm_ctl_bin(u.cls, &curregs, &curslabs, &nonfull);
+		o.bin_nregs = curslabs * u.nregs;
+		o.bin_nfree = o.bin_nregs > curregs ? o.bin_nregs - curregs : 0;
+	}
+	memcpy(oldp, &o, sizeof o);
+	return 0;
+}
+
+/* experimental.utilization.batch_query: n pointers in, n of {nfree, nregs, size} out. */
+static int r_util_batch(void *oldp, size_t *oldlenp, const void *newp, size_t newlen)
+{
+	size_t n = newlen / sizeof(void *);
+	if (!oldp || !oldlenp || !newp || !newlen || newlen % sizeof(void *) ||
+	    *oldlenp != n * 3 * sizeof(size_t))
+		return EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		const void *p;
+		memcpy(&p, (const char *)newp + i * sizeof p, sizeof p);
+		struct sm_util u;
+		sm_util_of(p, &u);
+		size_t o[3] = {u.nfree, u.nregs, u.size};
+		memcpy((char *)oldp + i * sizeof o, o, sizeof o);
+	}
+	return 0;
+}
+
 static const struct entry table[] = {
-	{"version", T_STR, RO, h_version},
-	{"epoch", T_U64, RW, h_epoch},
-	{"background_thread", T_BOOL, RW, h_background},
-	{"thread.tcache.flush", T_VOID, ACT, h_tcache_flush},
-	{"thread.arena", T_UNSIGNED, RW, h_thread_arena},
-	{"tcache.create", T_UNSIGNED, RO, h_tcache_create},
-	{"tcache.flush", T_UNSIGNED, WO, h_tcache_num},
-	{"tcache.destroy", T_UNSIGNED, WO, h_tcache_num},
-	{"arena.#.purge", T_VOID, ACT, h_arena_purge},
-	{"arena.#.decay", T_VOID, ACT, h_arena_purge},
-	{"arena.#.destroy", T_VOID, ACT, h_arena_destroy},
-	{"arena.#.dirty_decay_ms", T_SSIZE, RW, h_arena_dirty},
-	{"arena.#.muzzy_decay_ms", T_SSIZE, RW, h_arena_muzzy},
-	{"arenas.narenas", T_UNSIGNED, RO, h_narenas},
-	{"arenas.create", T_UNSIGNED, RO, h_arenas_create},
-	{"arenas.dirty_decay_ms", T_SSIZE, RW, h_arenas_dirty},
-	{"arenas.muzzy_decay_ms", T_SSIZE, RW, h_arenas_muzzy},
-	{"arenas.quantum", T_SIZE, RO, h_quantum},
-	{"arenas.page", T_SIZE, RO, h_page},
-	{"arenas.nbins", T_UNSIGNED, RO, h_nbins},
-	{"arenas.bin.#.size", T_SIZE, RO, h_bin_size},
-	{"arenas.bin.#.nregs", T_U32, RO, h_bin_nregs},
-	{"arenas.bin.#.slab_size", T_SIZE, RO, h_bin_slab_size},
-	{"stats.allocated", T_SIZE, RO, h_allocated},
-	{"stats.active", T_SIZE, RO, h_active},
-	{"stats.resident", T_SIZE, RO, h_resident},
-	{"stats.mapped", T_SIZE, RO, h_mapped},
-	{"stats.retained", T_SIZE, RO, h_retained},
-	{"stats.metadata", T_SIZE, RO, h_metadata},
-	{"stats.arenas.#.pactive", T_SIZE, RO, h_a_pactive},
-	{"stats.arenas.#.pdirty", T_SIZE, RO, h_a_pdirty},
-	{"stats.arenas.#.pmuzzy", T_SIZE, RO, h_a_pmuzzy},
-	{"stats.arenas.#.small.allocated", T_SIZE, RO, h_a_small},
-	{"stats.arenas.#.large.allocated", T_SIZE, RO, h_a_large},
-	{"stats.arenas.#.bins.#.curregs", T_SIZE, RO, h_curregs},
-	{"stats.arenas.#.bins.#.curslabs", T_SIZE, RO, h_curslabs},
-	{"stats.arenas.#.bins.#.nonfull_slabs", T_SIZE, RO, h_nonfull},
-	{"opt.narenas", T_UNSIGNED, RO, h_opt_narenas},
-	{"opt.background_thread", T_BOOL, RO, h_opt_background},
-	{"opt.dirty_decay_ms", T_SSIZE, RO, h_arenas_dirty},
-	{"opt.muzzy_decay_ms", T_SSIZE, RO, h_arenas_muzzy},
-	{"opt.tcache", T_BOOL, RO, h_true},
-	{"opt.prof", T_BOOL, RO, h_prof},
-	{"config.debug", T_BOOL, RO, h_false},
-	{"config.stats", T_BOOL, RO, h_true},
-	{"config.prof", T_BOOL, RO, h_true},
-	{"prof.dump", T_STR, WO, h_prof_dump},
+	{"version", T_STR, RO, h_version, NULL},
+	{"epoch", T_U64, RW, h_epoch, NULL},
+	{"background_thread", T_BOOL, RW, h_background, NULL},
+	{"thread.tcache.flush", T_VOID, ACT, h_tcache_flush, NULL},
+	{"thread.arena", T_UNSIGNED, RW, h_thread_arena, NULL},
+	{"tcache.create", T_UNSIGNED, RO, h_tcache_create, NULL},
+	{"tcache.flush", T_UNSIGNED, WO, h_tcache_num, NULL},
+	{"tcache.destroy", T_UNSIGNED, WO, h_tcache_num, NULL},
+	{"arena.#.purge", T_VOID, ACT, h_arena_purge, NULL},
+	{"arena.#.decay", T_VOID, ACT, h_arena_purge, NULL},
+	{"arena.#.destroy", T_VOID, ACT, h_arena_destroy, NULL},
+	{"arena.#.dirty_decay_ms", T_SSIZE, RW, h_arena_dirty, NULL},
+	{"arena.#.muzzy_decay_ms", T_SSIZE, RW, h_arena_muzzy, NULL},
+	{"arenas.narenas", T_UNSIGNED, RO, h_narenas, NULL},
+	{"arenas.create", T_UNSIGNED, RO, h_arenas_create, NULL},
+	{"arenas.dirty_decay_ms", T_SSIZE, RW, h_arenas_dirty, NULL},
+	{"arenas.muzzy_decay_ms", T_SSIZE, RW, h_arenas_muzzy, NULL},
+	{"arenas.quantum", T_SIZE, RO, h_quantum, NULL},
+	{"arenas.page", T_SIZE, RO, h_page, NULL},
+	{"arenas.nbins", T_UNSIGNED, RO, h_nbins, NULL},
+	{"arenas.bin.#.size", T_SIZE, RO, h_bin_size, NULL},
+	{"arenas.bin.#.nregs", T_U32, RO, h_bin_nregs, NULL},
+	{"arenas.bin.#.slab_size", T_SIZE, RO, h_bin_slab_size, NULL},
+	{"stats.allocated", T_SIZE, RO, h_allocated, NULL},
+	{"stats.active", T_SIZE, RO, h_active, NULL},
+	{"stats.resident", T_SIZE, RO, h_resident, NULL},
+	{"stats.mapped", T_SIZE, RO, h_mapped, NULL},
+	{"stats.retained", T_SIZE, RO, h_retained, NULL},
+	{"stats.metadata", T_SIZE, RO, h_metadata, NULL},
+	{"stats.arenas.#.pactive", T_SIZE, RO, h_a_pactive, NULL},
+	{"stats.arenas.#.pdirty", T_SIZE, RO, h_a_pdirty, NULL},
+	{"stats.arenas.#.pmuzzy", T_SIZE, RO, h_a_pmuzzy, NULL},
+	{"stats.arenas.#.small.allocated", T_SIZE, RO, h_a_small, NULL},
+	{"stats.arenas.#.large.allocated", T_SIZE, RO, h_a_large, NULL},
+	{"stats.arenas.#.bins.#.curregs", T_SIZE, RO, h_curregs, NULL},
+	{"stats.arenas.#.bins.#.curslabs", T_SIZE, RO, h_curslabs, NULL},
+	{"stats.arenas.#.bins.#.nonfull_slabs", T_SIZE, RO, h_nonfull, NULL},
+	{"opt.narenas", T_UNSIGNED, RO, h_opt_narenas, NULL},
+	{"opt.background_thread", T_BOOL, RO, h_opt_background, NULL},
+	{"opt.dirty_decay_ms", T_SSIZE, RO, h_arenas_dirty, NULL},
+	{"opt.muzzy_decay_ms", T_SSIZE, RO, h_arenas_muzzy, NULL},
+	{"opt.tcache", T_BOOL, RO, h_true, NULL},
+	{"opt.prof", T_BOOL, RO, h_prof, NULL},
+	{"config.debug", T_BOOL, RO, h_false, NULL},
+	{"config.stats", T_BOOL, RO, h_true, NULL},
+	{"config.prof", T_BOOL, RO, h_true, NULL},
+	{"prof.dump", T_STR, WO, h_prof_dump, NULL},
+	{"experimental.utilization.query", T_RAW, RW, NULL, r_util_query},
+	{"experimental.utilization.batch_query", T_RAW, RW, NULL, r_util_batch},
 };
 #define NENTRIES (sizeof table / sizeof table[0])
 #define MAX_COMPONENTS 8
@@ -573,6 +635,8 @@ static int ctl(const size_t *mib, size_t n, void *oldp, size_t *oldlenp, void *n
 	const struct entry *e = mib_entry(mib, n, ix);
 	if (!e)
 		return ENOENT;
+	if (e->ty == T_RAW)
+		return e->raw(oldp, oldlenp, newp, newlen);
 	bool reads = oldp && oldlenp, writes = newp || newlen;
 	if (e->access == ACT && (oldp || oldlenp || writes))
 		return EPERM;

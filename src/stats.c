@@ -62,7 +62,8 @@ struct census {
 	uint64_t slabs[NROWS];
 	uint64_t empty[NROWS];   /* unfrozen slabs with no object in use */
 	uint64_t full[NROWS];    /* unfrozen slabs with every object in use */
-	uint64_t held[NROWS];    /* of inuse: objects sitting in thread caches, or untouched */
+	uint64_t held[NROWS];    /* of inuse: objects in thread caches, depots, spill chains */
+	uint64_t untouched[NROWS]; /* of inuse: active slabs' objects not carved yet */
 	uint64_t ev[NROWS][NEV];
 };
 
@@ -102,8 +103,8 @@ static void census_tcache(struct tcache *tc, void *arg)
 	for (unsigned i = 0; i < NCLASS; i++) {
 		k->held[i] += held_in(&tc->alloc_stack[i]) + held_in(&tc->free_stack[i]) +
 			      held_in(&tc->remote_stack[i]) +
-			      __atomic_load_n(&tc->source[i].nspill, __ATOMIC_RELAXED) +
-			      untouched(__atomic_load_n(&tc->source[i].active, __ATOMIC_RELAXED));
+			      __atomic_load_n(&tc->source[i].nspill, __ATOMIC_RELAXED);
+		k->untouched[i] += untouched(__atomic_load_n(&tc->source[i].active, __ATOMIC_RELAXED));
 	}
 	for (unsigned id = 0; id < MAX_TYPED; id++)
 		if (__atomic_load_n(&tc->typed_for[id], __ATOMIC_RELAXED))
@@ -130,7 +131,8 @@ static void census_take(struct census *k)
 			continue;
 		sm_lock(&c->dlock);
 		sm_region_lock();
-		k->held[i] += c->debug_source.nspill + untouched(c->debug_source.active);
+		k->held[i] += c->debug_source.nspill;
+		k->untouched[i] += untouched(c->debug_source.active);
 		sm_region_unlock();
 		sm_unlock(&c->dlock);
 	}
@@ -154,7 +156,7 @@ static void row_of(const struct census *k, unsigned r, const struct cache *c,
 	memset(o, 0, sizeof *o);
 	memcpy(o->name, c->name, sizeof o->name);
 	o->name[sizeof o->name - 1] = 0;
-	o->active_objs = sat_sub(k->inuse[r], k->held[r]);
+	o->active_objs = sat_sub(k->inuse[r], k->held[r] + k->untouched[r]);
 	o->num_objs = k->slabs[r] * c->objects;
 	o->objsize = c->debug ? c->osize : c->size;
 	o->objperslab = c->objects;
@@ -281,9 +283,10 @@ void sm_stats_snapshot(struct sm_snapshot *o)
 			continue;
 		o->slab_bytes_active += sat_sub(k->slabs[r], k->empty[r]) * c->pages * SPAGE_SIZE;
 		if (r < NCLASS) {
-			o->bin[r].curregs = sat_sub(k->inuse[r], k->held[r]);
-			o->bin[r].curslabs = k->slabs[r];
-			o->bin[r].nonfull = sat_sub(k->slabs[r], k->full[r]);
+			o->bin[r].curregs = sat_sub(k->inuse[r], k->untouched[r]); /* caches' too */
+			/* as jemalloc's, whose empty slabs go at once: the empty ones left out */
+			o->bin[r].curslabs = sat_sub(k->slabs[r], k->empty[r]);
+			o->bin[r].nonfull = sat_sub(k->slabs[r], k->full[r] + k->empty[r]);
 		}
 	}
 	sm_unlock(&census_lock);

@@ -230,6 +230,13 @@ static void refresh(void)
 	CHECK(mallctl("epoch", &e, &el, &e, sizeof e) == 0, "epoch");
 }
 
+/* jemalloc's curregs counts the thread caches' objects too: empty this thread's first. */
+static void flush_refresh(void)
+{
+	CHECK(mallctl("thread.tcache.flush", NULL, NULL, NULL, 0) == 0, "thread.tcache.flush");
+	refresh();
+}
+
 static void t_stats(void)
 {
 	enum { N = 1000, SIZE = 3000 };
@@ -249,14 +256,14 @@ static void t_stats(void)
 	      "nametomib gave %zu components", miblen);
 	mib[2] = MALLCTL_ARENAS_ALL;
 	mib[4] = bin;
-	refresh();
+	flush_refresh();
 	size_t allocated0 = read_z("stats.allocated"), cur0;
 	len = sizeof cur0;
 	CHECK(mallctlbymib(mib, miblen, &cur0, &len, NULL, 0) == 0, "bymib");
 	for (int i = 0; i < N; i++)
 		v[i] = mallocx(SIZE, 0);
 	void *big = mallocx(10 << 20, 0);
-	refresh();
+	flush_refresh();
 	size_t allocated1 = read_z("stats.allocated"), cur1;
 	CHECK(mallctlbymib(mib, miblen, &cur1, &len, NULL, 0) == 0, "bymib");
 	CHECK(cur1 - cur0 == N, "curregs moved by %zu for %d blocks", cur1 - cur0, N);
@@ -269,7 +276,7 @@ static void t_stats(void)
 	for (int i = 0; i < N; i++)
 		sdallocx(v[i], SIZE, 0);
 	dallocx(big, 0);
-	refresh();
+	flush_refresh();
 	CHECK(mallctlbymib(mib, miblen, &z, &len, NULL, 0) == 0 && z == cur0, "curregs back to %zu: %zu",
 	      cur0, z);
 	CHECK(read_z("stats.allocated") == allocated0, "stats.allocated back");
@@ -370,6 +377,147 @@ static void t_resident(void)
 	printf("stats.resident within 1%% (or 1 MiB) of the kernel's figure; allocated exact\n");
 }
 
+/* ---- defragmentation, written like Valkey's active defrag (allocator_defrag.c) ---- */
+enum { DN = 400000 };
+static void *dv[DN];
+static size_t dsize[DN];
+
+static long rss_bytes(void)
+{
+	long pages = 0, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	CHECK(f && fscanf(f, "%ld %ld", &pages, &rss) == 2, "statm");
+	fclose(f);
+	return rss * sysconf(_SC_PAGESIZE);
+}
+
+static unsigned char dpat(size_t i, size_t k)
+{
+	return (unsigned char)(i * 131 + k * 7 + 1);
+}
+
+/* Fill about 120 MB of blocks of 64 to 1024 bytes, each with a pattern; free 7 of 8 at random;
+ * trim. Returns the process's RSS before the fill. */
+static long defrag_setup(void)
+{
+	uint64_t rng = 7;
+	memset(dv, 0, sizeof dv); /* the test's own arrays, resident before the base figure */
+	memset(dsize, 0, sizeof dsize);
+	long base = rss_bytes();
+	for (size_t i = 0; i < DN; i++) {
+		dsize[i] = 64 + rng_below(&rng, 961);
+		dv[i] = mallocx(dsize[i], 0);
+		for (size_t k = 0; k < dsize[i]; k++)
+			((unsigned char *)dv[i])[k] = dpat(i, k);
+	}
+	for (size_t i = 0; i < DN; i++)
+		if (rng_below(&rng, 8)) {
+			sdallocx(dv[i], dsize[i], 0);
+			dv[i] = NULL;
+		}
+	CHECK(mallctl("arena.4096.purge", NULL, NULL, NULL, 0) == 0, "purge");
+	return base;
+}
+
+/* Every block intact, RSS back to within 1.3x of the live bytes. */
+static void defrag_check(const char *how, long base, size_t moved)
+{
+	size_t live = 0;
+	for (size_t i = 0; i < DN; i++) {
+		if (!dv[i])
+			continue;
+		for (size_t k = 0; k < dsize[i]; k++)
+			CHECK(((unsigned char *)dv[i])[k] == dpat(i, k), "%s: block %zu byte %zu changed",
+			      how, i, k);
+		live += sallocx(dv[i], 0);
+	}
+	CHECK(mallctl("arena.4096.purge", NULL, NULL, NULL, 0) == 0, "purge");
+	long rss = rss_bytes() - base;
+	printf("%s: %zu blocks moved; RSS %.1f MB for %.1f MB live (%.2fx)\n", how, moved,
+	       rss / 1e6, live / 1e6, (double)rss / (double)live);
+	CHECK(moved > 0 && (double)rss <= 1.3 * (double)live,
+	      "%s: RSS %ld for %zu live bytes", how, rss, live);
+}
+
+static void t_defrag_jemalloc(void)
+{
+	long base = defrag_setup();
+	long before = rss_bytes() - base;
+	unsigned nb;
+	size_t len = sizeof nb;
+	CHECK(mallctl("arenas.nbins", &nb, &len, NULL, 0) == 0 && nb <= 128, "nbins");
+	size_t binsize[128], key[6], keylen = 6, mib_regs[6], mib_slabs[6], mib_nonfull[6];
+	for (unsigned j = 0; j < nb; j++) {
+		char name[64];
+		snprintf(name, sizeof name, "arenas.bin.%u.size", j);
+		binsize[j] = read_z(name);
+	}
+	CHECK(mallctlnametomib("experimental.utilization.batch_query", key, &keylen) == 0,
+	      "batch_query's MIB");
+	size_t l6 = 6;
+	CHECK(mallctlnametomib("stats.arenas.4096.bins.0.curregs", mib_regs, &l6) == 0, "curregs");
+	CHECK(mallctlnametomib("stats.arenas.4096.bins.0.curslabs", mib_slabs, &l6) == 0, "curslabs");
+	CHECK(mallctlnametomib("stats.arenas.4096.bins.0.nonfull_slabs", mib_nonfull, &l6) == 0, "nonfull");
+	size_t moved = 0;
+	for (int pass = 0; pass < 8; pass++) {
+		size_t curregs[128], curslabs[128], nonfull[128], z = sizeof(size_t), n = 0;
+		refresh();
+		for (unsigned j = 0; j < nb; j++) {
+			mib_regs[4] = mib_slabs[4] = mib_nonfull[4] = j;
+			CHECK(mallctlbymib(mib_regs, 6, &curregs[j], &z, NULL, 0) == 0 &&
+			      mallctlbymib(mib_slabs, 6, &curslabs[j], &z, NULL, 0) == 0 &&
+			      mallctlbymib(mib_nonfull, 6, &nonfull[j], &z, NULL, 0) == 0, "bin %u", j);
+		}
+		for (size_t i = 0; i < DN; i++) {
+			if (!dv[i])
+				continue;
+			size_t out[3], outsz = sizeof out;
+			void *p = dv[i];
+			CHECK(mallctlbymib(key, keylen, out, &outsz, &p, sizeof p) == 0, "batch_query");
+			unsigned j = 0;
+			while (j < nb && binsize[j] != out[2] / out[1] && binsize[j] != sallocx(p, 0))
+				j++;
+			CHECK(j < nb, "no bin for a block of %zu", sallocx(p, 0));
+			size_t nalloced = out[1] - out[0], full = curslabs[j] - nonfull[j];
+			if (nalloced == out[1] || nonfull[j] < 2 ||
+			    1000 * nalloced * nonfull[j] > 1125 * (curregs[j] - full * out[1]))
+				continue;
+			size_t u = sallocx(p, 0);
+			void *q = mallocx(u, MALLOCX_TCACHE_NONE);
+			memcpy(q, p, u);
+			sdallocx(p, u, MALLOCX_TCACHE_NONE);
+			dv[i] = q;
+			n++;
+		}
+		moved += n;
+		if (n < DN / 800)
+			break;
+	}
+	printf("before moving: RSS %.1f MB\n", before / 1e6);
+	defrag_check("batch_query and MALLOCX_TCACHE_NONE", base, moved);
+}
+
+static void t_defrag_hint(void)
+{
+	long base = defrag_setup();
+	size_t moved = 0;
+	for (int pass = 0; pass < 8; pass++) {
+		size_t n = 0;
+		for (size_t i = 0; i < DN; i++) {
+			if (!dv[i])
+				continue;
+			void *q = slub_defrag_move(dv[i]);
+			n += q != dv[i];
+			dv[i] = q;
+		}
+		moved += n;
+		if (n < DN / 800)
+			break;
+		usleep(120000); /* the hint's figures are taken again */
+	}
+	defrag_check("slub_defrag_move", base, moved);
+}
+
 static void collect(void *arg, const char *s)
 {
 	size_t *n = arg;
@@ -393,6 +541,7 @@ int main(int argc, char **argv)
 		{"mallocx", t_mallocx},       {"rallocx", t_rallocx}, {"sdallocx_bad", t_sdallocx_bad},
 		{"arenas", t_arenas},         {"errors", t_errors},   {"stats", t_stats},
 		{"stats_print", t_stats_print}, {"resident", t_resident},
+		{"defrag_jemalloc", t_defrag_jemalloc}, {"defrag_hint", t_defrag_hint},
 	};
 	return run_cases(argc, argv, cases, sizeof cases / sizeof *cases, 60);
 }
