@@ -5,11 +5,10 @@
 # 16 commands per pipeline. The server is stopped by the script (SHUTDOWN NOSAVE), and waited
 # for, so the caller's /usr/bin/time sees its peak RSS. Bounded: the server must answer within
 # 10 s, the client runs under `timeout`.
-# redis-server is linked with jemalloc; under LD_PRELOAD its malloc, free, calloc, realloc and
-# malloc_usable_size come from the preloaded library, while mallctl, nallocx and
-# malloc_stats_print stay jemalloc's: it frees no block through jemalloc, and the one nallocx
-# call (sds.c) only skips a realloc when jemalloc's size for the request equals the block's
-# usable size, which is then at least the request.
+# redis-server is linked with jemalloc. Under a preloaded slubmalloc all its calls bind to
+# slubmalloc, mallctl, nallocx and malloc_stats_print too; under another library those three
+# stay jemalloc's, which is harmless: redis frees no block through jemalloc, and its one
+# nallocx call (sds.c) only skips a realloc when the two sizes agree.
 # Prints: RESULT name=real_redis rps=<all requests / total time> set=... get=... lpush=... hset=...
 set -euo pipefail
 n=${1:-200000}
