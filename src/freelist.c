@@ -20,6 +20,9 @@
  * SLAB STATES
  *   The thread whose CAS makes a transition carries it out.
  *   active (frozen): its owner thread takes its freelist into a stack; any thread pushes.
+ *   A mover (MALLOCX_TCACHE_NONE, defrag.c) is an owner for a moment: it freezes the fullest
+ *   partial slab under the cache lock (sm_slab_freeze_fullest), keeps one object, pushes the
+ *   rest back and unfreezes it. Its owner id is not written: a stale one only picks a stack.
  *   partial: on the cache's partial list; a thread that needs objects freezes it.
  *   full: on no list; the first push makes it partial.
  *   empty: kept on the partial list (up to EMPTY_RESERVE), else its pages are freed.
