@@ -560,6 +560,36 @@ static void collect(void *arg, const char *s)
 	free(p);
 }
 
+/* Threads of this process, from /proc/self/task. */
+static int threads(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	CHECK(f, "status");
+	static char line[256];
+	int n = -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+static void t_background(void)
+{
+	bool on = true, got = false;
+	size_t len = sizeof got;
+	CHECK(mallctl("background_thread", &got, &len, NULL, 0) == 0 && !got && threads() == 1,
+	      "off at start");
+	CHECK(mallctl("background_thread", NULL, NULL, &on, sizeof on) == 0, "write true");
+	CHECK(mallctl("background_thread", &got, &len, NULL, 0) == 0 && got, "reads true");
+	CHECK(threads() == 2, "no thread started (%d threads)", threads());
+	CHECK(mallctl("opt.background_thread", &got, &len, NULL, 0) == 0 && got, "opt");
+	on = false;
+	CHECK(mallctl("background_thread", NULL, NULL, &on, sizeof on) == EFAULT,
+	      "the thread cannot be stopped: EFAULT");
+	printf("background_thread: a write of true starts the thread\n");
+}
+
 static void t_stats_print(void)
 {
 	size_t found = 0;
@@ -573,7 +603,7 @@ int main(int argc, char **argv)
 	static const struct test_case cases[] = {
 		{"mallocx", t_mallocx},       {"rallocx", t_rallocx}, {"sdallocx_bad", t_sdallocx_bad},
 		{"arenas", t_arenas},         {"errors", t_errors},   {"stats", t_stats},
-		{"stats_print", t_stats_print}, {"resident", t_resident},
+		{"stats_print", t_stats_print}, {"resident", t_resident}, {"background", t_background},
 		{"defrag_jemalloc", t_defrag_jemalloc}, {"defrag_hint", t_defrag_hint},
 	};
 	return run_cases(argc, argv, cases, sizeof cases / sizeof *cases, 60);
