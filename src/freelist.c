@@ -293,17 +293,10 @@ bool sm_slab_unfreeze_full(struct slab *s)
 	return cas16(&s->word, &old, new);
 }
 
-/* Take a slab off the partial list and freeze it: its shared freelist becomes *head. */
-struct slab *sm_slab_freeze_partial(struct cache *c, void **head, uint32_t *n)
+/* Take s off c's partial list (its lock held, and released here) and freeze it: its shared
+ * freelist becomes *head, of *n objects. */
+static struct slab *freeze_listed(struct cache *c, struct slab *s, void **head, uint32_t *n)
 {
-	if (!__atomic_load_n(&c->partial, __ATOMIC_RELAXED))
-		return NULL;
-	sm_lock(&c->lock);
-	struct slab *s = c->partial;
-	if (!s) {
-		sm_unlock(&c->lock);
-		return NULL;
-	}
 	partial_remove(c, s);
 	dword_t old = word_read(s), new;
 	do {
@@ -316,6 +309,20 @@ struct slab *sm_slab_freeze_partial(struct cache *c, void **head, uint32_t *n)
 	*head = (void *)old.lo;
 	*n = s->carved - SLAB_INUSE(old.hi);
 	return s;
+}
+
+/* Take a slab off the partial list and freeze it: its shared freelist becomes *head. */
+struct slab *sm_slab_freeze_partial(struct cache *c, void **head, uint32_t *n)
+{
+	if (!__atomic_load_n(&c->partial, __ATOMIC_RELAXED))
+		return NULL;
+	sm_lock(&c->lock);
+	struct slab *s = c->partial;
+	if (!s) {
+		sm_unlock(&c->lock);
+		return NULL;
+	}
+	return freeze_listed(c, s, head, n);
 }
 
 /* For a mover (defrag.c): of the first FULLEST_SCAN slabs on c's partial list, the one with
@@ -337,16 +344,7 @@ struct slab *sm_slab_freeze_fullest(struct cache *c, void **head, uint32_t *n)
 		sm_unlock(&c->lock);
 		return NULL;
 	}
-	partial_remove(c, best);
-	dword_t old = word_read(best), new;
-	do {
-		new.lo = 0;
-		new.hi = SLAB_FROZEN | best->objects;
-	} while (!cas16(&best->word, &old, new));
-	sm_unlock(&c->lock);
-	*head = (void *)old.lo;
-	*n = best->carved - SLAB_INUSE(old.hi);
-	return best;
+	return freeze_listed(c, best, head, n);
 }
 
 /* Hand the active slab back at thread exit: unfreeze it; it goes where its state says. */

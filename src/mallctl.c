@@ -39,8 +39,11 @@ union val {
 };
 
 /* A handler reads into *out (when the caller reads) and takes *in (when it writes). ix: the
- * name's numbers, in order. Returns 0 or an errno value. */
-typedef int (*handler_fn)(const size_t *ix, union val *out, const union val *in);
+ * name's numbers, in order; e->arg: which figure, for a handler of several names. Returns 0 or
+ * an errno value. */
+struct entry;
+typedef int (*handler_fn)(const struct entry *e, const size_t *ix, union val *out,
+			  const union val *in);
 typedef int (*raw_fn)(void *oldp, size_t *oldlenp, const void *newp, size_t newlen);
 
 struct entry {
@@ -48,6 +51,7 @@ struct entry {
 	enum ty ty;
 	int access;
 	handler_fn fn;
+	int arg;
 	raw_fn raw; /* T_RAW */
 };
 
@@ -106,28 +110,17 @@ void sm_ctl_after_fork(void)
 	sm_unlock(&print_lock);
 }
 
-/* One figure of the snapshot (taken now if none was), under its lock. */
-#define SNAP_READ(expr)                        \
-	do {                                   \
-		sm_lock(&snap_lock);           \
-		if (!snap_taken)               \
-			refresh_locked();      \
-		out->z = (size_t)(expr);       \
-		sm_unlock(&snap_lock);         \
-	} while (0)
-
-
 /* ---- handlers ---- */
-static int h_version(const size_t *ix, union val *out, const union val *in)
+static int h_version(const struct entry *e, const size_t *ix, union val *out, const union val *in)
 {
-	(void)ix, (void)in;
+	(void)e, (void)ix, (void)in;
 	out->s = VERSION;
 	return 0;
 }
 
-static int h_epoch(const size_t *ix, union val *out, const union val *in)
+static int h_epoch(const struct entry *e, const size_t *ix, union val *out, const union val *in)
 {
-	(void)ix;
+	(void)e, (void)ix;
 	sm_lock(&snap_lock);
 	if (in)
 		refresh_locked();
@@ -136,9 +129,10 @@ static int h_epoch(const size_t *ix, union val *out, const union val *in)
 	return 0;
 }
 
-static int h_background(const size_t *ix, union val *out, const union val *in)
+static int h_background(const struct entry *e, const size_t *ix, union val *out,
+			const union val *in)
 {
-	(void)ix;
+	(void)e, (void)ix;
 	out->b = sm_bg_running();
 	if (in && in->b && !out->b) {
 		__atomic_store_n(&sm_opt.background, 1, __ATOMIC_RELAXED);
@@ -151,118 +145,34 @@ static int h_background(const size_t *ix, union val *out, const union val *in)
 	return 0;
 }
 
-static int h_tcache_flush(const size_t *ix, union val *out, const union val *in)
-{
-	(void)ix, (void)out, (void)in;
-	if (sm_tcp)
-		sm_trim_self(sm_tcp);
-	return 0;
-}
-
-static int h_thread_arena(const size_t *ix, union val *out, const union val *in)
-{
-	(void)ix;
-	out->u = 0;
-	return in && !sm_ctl_arena_exists(in->u) ? EFAULT : 0;
-}
-
-static int h_tcache_create(const size_t *ix, union val *out, const union val *in)
-{
-	(void)ix, (void)in;
-	out->u = __atomic_fetch_add(&tcaches_made, 1, __ATOMIC_RELAXED);
-	return 0;
-}
-
-/* tcache.flush and tcache.destroy: a number tcache.create gave. The thread's cache stands for
- * every one, and it is flushed. */
-static int h_tcache_num(const size_t *ix, union val *out, const union val *in)
+/* thread.tcache.flush, tcache.flush and tcache.destroy (arg 1: a number tcache.create gave).
+ * The thread's cache stands for every one, and it is flushed. */
+static int h_flush(const struct entry *e, const size_t *ix, union val *out, const union val *in)
 {
 	(void)ix, (void)out;
-	if (in->u >= __atomic_load_n(&tcaches_made, __ATOMIC_RELAXED))
+	if (e->arg && in->u >= __atomic_load_n(&tcaches_made, __ATOMIC_RELAXED))
 		return EFAULT;
 	if (sm_tcp)
 		sm_trim_self(sm_tcp);
 	return 0;
 }
 
-static int h_arena_purge(const size_t *ix, union val *out, const union val *in)
+static int h_thread_arena(const struct entry *e, const size_t *ix, union val *out,
+			  const union val *in)
 {
-	(void)out, (void)in;
-	if (!arena_or_all(ix[0]))
-		return ENOENT;
-	sm_trim();
-	return 0;
+	(void)e, (void)ix;
+	out->u = 0;
+	return in && !sm_ctl_arena_exists(in->u) ? EFAULT : 0;
 }
 
-static int h_arena_destroy(const size_t *ix, union val *out, const union val *in)
+/* arenas.create (arg 0) and tcache.create (arg 1): the next number. */
+static int h_create(const struct entry *e, const size_t *ix, union val *out, const union val *in)
 {
-	(void)out, (void)in;
-	size_t a = ix[0];
-	if (a == 0 || a == ARENAS_ALL || a == narenas())
-		return EFAULT; /* the heap itself */
-	if (a > ARENAS_MAX || !sm_ctl_arena_exists((unsigned)a))
-		return ENOENT;
-	__atomic_fetch_or(&arena_gone[a / 64], 1ULL << (a % 64), __ATOMIC_RELAXED);
-	return 0;
-}
-
-/* The heap's decay is the purge delay; a created arena's is only kept. */
-static int arena_decay_rw(size_t a, int which, union val *out, const union val *in)
-{
-	if (!arena_or_all(a))
-		return ENOENT;
-	bool heap = a == 0 || a == ARENAS_ALL || a == narenas();
-	if (heap) {
-		out->sz = which ? 0 : (ssize_t)(sm_opt.purge_delay_ns / 1000000);
-		if (in && !which) {
-			if (in->sz < -1)
-				return EFAULT;
-			uint64_t ms = in->sz < 0 ? UINT64_MAX / 1000000 : (uint64_t)in->sz;
-			__atomic_store_n(&sm_opt.purge_delay_ns, ms * 1000000, __ATOMIC_RELAXED);
-		}
+	(void)ix, (void)in;
+	if (e->arg) {
+		out->u = __atomic_fetch_add(&tcaches_made, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
-	out->sz = __atomic_load_n(&arena_decay[a][which], __ATOMIC_RELAXED);
-	if (in) {
-		if (in->sz < -1)
-			return EFAULT;
-		__atomic_store_n(&arena_decay[a][which], in->sz, __ATOMIC_RELAXED);
-	}
-	return 0;
-}
-
-static int h_arena_dirty(const size_t *ix, union val *out, const union val *in)
-{
-	return arena_decay_rw(ix[0], 0, out, in);
-}
-
-static int h_arena_muzzy(const size_t *ix, union val *out, const union val *in)
-{
-	return arena_decay_rw(ix[0], 1, out, in);
-}
-
-static int h_arenas_dirty(const size_t *ix, union val *out, const union val *in)
-{
-	(void)ix;
-	return arena_decay_rw(0, 0, out, in);
-}
-
-static int h_arenas_muzzy(const size_t *ix, union val *out, const union val *in)
-{
-	(void)ix;
-	return arena_decay_rw(0, 1, out, in);
-}
-
-static int h_narenas(const size_t *ix, union val *out, const union val *in)
-{
-	(void)ix, (void)in;
-	out->u = narenas();
-	return 0;
-}
-
-static int h_arenas_create(const size_t *ix, union val *out, const union val *in)
-{
-	(void)ix, (void)in;
 	unsigned n = __atomic_load_n(&arenas_made, __ATOMIC_RELAXED);
 	do {
 		if (n >= ARENAS_MAX)
@@ -273,61 +183,87 @@ static int h_arenas_create(const size_t *ix, union val *out, const union val *in
 	return 0;
 }
 
-static int h_quantum(const size_t *ix, union val *out, const union val *in)
+static bool heap_or_all(size_t a)
 {
-	(void)ix, (void)in;
-	out->z = MIN_ALIGN;
+	return a == 0 || a == ARENAS_ALL || a == narenas();
+}
+
+static int h_purge(const struct entry *e, const size_t *ix, union val *out, const union val *in)
+{
+	(void)e, (void)out, (void)in;
+	if (!arena_or_all(ix[0]))
+		return ENOENT;
+	sm_trim();
 	return 0;
 }
 
-static int h_page(const size_t *ix, union val *out, const union val *in)
+static int h_destroy(const struct entry *e, const size_t *ix, union val *out, const union val *in)
 {
-	(void)ix, (void)in;
-	out->z = sm_os_page_size();
+	(void)e, (void)out, (void)in;
+	size_t a = ix[0];
+	if (heap_or_all(a))
+		return EFAULT; /* the heap itself */
+	if (a > ARENAS_MAX || !sm_ctl_arena_exists((unsigned)a))
+		return ENOENT;
+	__atomic_fetch_or(&arena_gone[a / 64], 1ULL << (a % 64), __ATOMIC_RELAXED);
 	return 0;
 }
 
-static int h_nbins(const size_t *ix, union val *out, const union val *in)
+/* arena.<i>.{dirty,muzzy}_decay_ms (arg 0, 1), and arenas.* and opt.* (arg 2, 3: the heap's).
+ * The heap's dirty decay is the purge delay, its muzzy one 0; a created arena's are kept. */
+static int h_decay(const struct entry *e, const size_t *ix, union val *out, const union val *in)
 {
-	(void)ix, (void)in;
-	out->u = NCLASS;
+	int muzzy = e->arg & 1;
+	size_t a = e->arg < 2 ? ix[0] : 0;
+	if (!arena_or_all(a))
+		return ENOENT;
+	if (in && in->sz < -1)
+		return EFAULT;
+	if (heap_or_all(a)) {
+		out->sz = muzzy ? 0 : (ssize_t)(sm_opt.purge_delay_ns / 1000000);
+		if (in && !muzzy) {
+			uint64_t ms = in->sz < 0 ? UINT64_MAX / 1000000 : (uint64_t)in->sz;
+			__atomic_store_n(&sm_opt.purge_delay_ns, ms * 1000000, __ATOMIC_RELAXED);
+		}
+		return 0;
+	}
+	out->sz = __atomic_load_n(&arena_decay[a][muzzy], __ATOMIC_RELAXED);
+	if (in)
+		__atomic_store_n(&arena_decay[a][muzzy], in->sz, __ATOMIC_RELAXED);
 	return 0;
 }
 
-static const struct cache *bin_cache(size_t j)
+/* Fixed figures and options (arg: which). */
+enum { K_NARENAS, K_QUANTUM, K_PAGE, K_NBINS, K_ONE, K_BG, K_PROF, K_TRUE, K_FALSE };
+static int h_fixed(const struct entry *e, const size_t *ix, union val *out, const union val *in)
 {
+	(void)ix, (void)in;
+	switch (e->arg) {
+	case K_NARENAS: out->u = narenas(); break;
+	case K_QUANTUM: out->z = MIN_ALIGN; break;
+	case K_PAGE: out->z = sm_os_page_size(); break;
+	case K_NBINS: out->u = NCLASS; break;
+	case K_ONE: out->u = 1; break;
+	case K_BG: out->b = sm_opt.background; break;
+	case K_PROF: out->b = sm_opt.prof; break;
+	default: out->b = e->arg == K_TRUE; break;
+	}
+	return 0;
+}
+
+/* arenas.bin.<j>.{size,nregs,slab_size} (arg 0, 1, 2). */
+static int h_bin(const struct entry *e, const size_t *ix, union val *out, const union val *in)
+{
+	(void)in;
+	if (ix[0] >= NCLASS)
+		return ENOENT;
 	if (!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE))
 		sm_init();
-	return j < NCLASS ? &sm_g.caches[j] : NULL;
-}
-
-static int h_bin_size(const size_t *ix, union val *out, const union val *in)
-{
-	(void)in;
-	const struct cache *c = bin_cache(ix[0]);
-	if (!c)
-		return ENOENT;
-	out->z = c->size;
-	return 0;
-}
-
-static int h_bin_nregs(const size_t *ix, union val *out, const union val *in)
-{
-	(void)in;
-	const struct cache *c = bin_cache(ix[0]);
-	if (!c)
-		return ENOENT;
-	out->u32 = c->objects;
-	return 0;
-}
-
-static int h_bin_slab_size(const size_t *ix, union val *out, const union val *in)
-{
-	(void)in;
-	const struct cache *c = bin_cache(ix[0]);
-	if (!c)
-		return ENOENT;
-	out->z = (size_t)c->pages * SPAGE_SIZE;
+	const struct cache *c = &sm_g.caches[ix[0]];
+	if (e->arg == 1)
+		out->u32 = c->objects;
+	else
+		out->z = e->arg ? (size_t)c->pages * SPAGE_SIZE : c->size;
 	return 0;
 }
 
@@ -351,90 +287,42 @@ static size_t stat_of(const struct sm_snapshot *s, int which)
 	}
 }
 
-#define STAT_HANDLER(fn, which)                                                     \
-	static int fn(const size_t *ix, union val *out, const union val *in)        \
-	{                                                                           \
-		(void)ix, (void)in;                                                 \
-		SNAP_READ(stat_of(&snap, which));                                          \
-		return 0;                                                           \
+/* stats.* (arg: S_*), stats.arenas.<i>.* (the same, ARENA_STAT set) and
+ * stats.arenas.<i>.bins.<j>.{curregs,curslabs,nonfull_slabs} (BIN_STAT + 0, 1, 2), from the
+ * snapshot (taken now if none was). The heap's figures stand for arena 0 and for all; a created
+ * arena holds nothing of its own. */
+#define ARENA_STAT 0x100
+#define BIN_STAT 0x200
+static int h_stat(const struct entry *e, const size_t *ix, union val *out, const union val *in)
+{
+	(void)in;
+	bool heap = true;
+	if (e->arg & (ARENA_STAT | BIN_STAT)) {
+		if (!arena_or_all(ix[0]) || ((e->arg & BIN_STAT) && ix[1] >= NCLASS))
+			return ENOENT;
+		heap = heap_or_all(ix[0]);
 	}
-STAT_HANDLER(h_allocated, S_ALLOCATED)
-STAT_HANDLER(h_active, S_ACTIVE)
-STAT_HANDLER(h_resident, S_RESIDENT)
-STAT_HANDLER(h_mapped, S_MAPPED)
-STAT_HANDLER(h_retained, S_RETAINED)
-STAT_HANDLER(h_metadata, S_METADATA)
-
-/* stats.arenas.<i>.*: the heap's figures for 0 and for all; a created arena holds nothing of
- * its own. */
-#define ARENA_STAT_HANDLER(fn, which)                                               \
-	static int fn(const size_t *ix, union val *out, const union val *in)        \
-	{                                                                           \
-		(void)in;                                                           \
-		if (!arena_or_all(ix[0]))                                           \
-			return ENOENT;                                              \
-		bool heap = ix[0] == 0 || ix[0] == ARENAS_ALL || ix[0] == narenas(); \
-		SNAP_READ(heap ? stat_of(&snap, which) : 0);                               \
-		return 0;                                                           \
-	}
-ARENA_STAT_HANDLER(h_a_pactive, S_PACTIVE)
-ARENA_STAT_HANDLER(h_a_pdirty, S_PDIRTY)
-ARENA_STAT_HANDLER(h_a_pmuzzy, S_PMUZZY)
-ARENA_STAT_HANDLER(h_a_small, S_SMALL)
-ARENA_STAT_HANDLER(h_a_large, S_LARGE)
-
-#define BIN_STAT_HANDLER(fn, field)                                                 \
-	static int fn(const size_t *ix, union val *out, const union val *in)        \
-	{                                                                           \
-		(void)in;                                                           \
-		if (!arena_or_all(ix[0]) || ix[1] >= NCLASS)                        \
-			return ENOENT;                                              \
-		bool heap = ix[0] == 0 || ix[0] == ARENAS_ALL || ix[0] == narenas(); \
-		SNAP_READ(heap ? snap.bin[ix[1]].field : 0);                        \
-		return 0;                                                           \
-	}
-BIN_STAT_HANDLER(h_curregs, curregs)
-BIN_STAT_HANDLER(h_curslabs, curslabs)
-BIN_STAT_HANDLER(h_nonfull, nonfull)
-
-static int h_opt_narenas(const size_t *ix, union val *out, const union val *in)
-{
-	(void)ix, (void)in;
-	out->u = 1;
+	sm_lock(&snap_lock);
+	if (!snap_taken)
+		refresh_locked();
+	if (!heap)
+		out->z = 0;
+	else if (e->arg == BIN_STAT)
+		out->z = snap.bin[ix[1]].curregs;
+	else if (e->arg == BIN_STAT + 1)
+		out->z = snap.bin[ix[1]].curslabs;
+	else if (e->arg == BIN_STAT + 2)
+		out->z = snap.bin[ix[1]].nonfull;
+	else
+		out->z = stat_of(&snap, e->arg & 0xff);
+	sm_unlock(&snap_lock);
 	return 0;
 }
 
-static int h_opt_background(const size_t *ix, union val *out, const union val *in)
+static int h_prof_dump(const struct entry *e, const size_t *ix, union val *out,
+		       const union val *in)
 {
-	(void)ix, (void)in;
-	out->b = sm_opt.background;
-	return 0;
-}
-
-static int h_true(const size_t *ix, union val *out, const union val *in)
-{
-	(void)ix, (void)in;
-	out->b = true;
-	return 0;
-}
-
-static int h_false(const size_t *ix, union val *out, const union val *in)
-{
-	(void)ix, (void)in;
-	out->b = false;
-	return 0;
-}
-
-static int h_prof(const size_t *ix, union val *out, const union val *in)
-{
-	(void)ix, (void)in;
-	out->b = sm_opt.prof;
-	return 0;
-}
-
-static int h_prof_dump(const size_t *ix, union val *out, const union val *in)
-{
-	(void)ix, (void)out;
+	(void)e, (void)ix, (void)out;
 	return sm_prof_dump(in ? in->s : NULL) < 0 ? EFAULT : 0;
 }
 
@@ -484,55 +372,55 @@ static int r_util_batch(void *oldp, size_t *oldlenp, const void *newp, size_t ne
 }
 
 static const struct entry table[] = {
-	{"version", T_STR, RO, h_version, NULL},
-	{"epoch", T_U64, RW, h_epoch, NULL},
-	{"background_thread", T_BOOL, RW, h_background, NULL},
-	{"thread.tcache.flush", T_VOID, ACT, h_tcache_flush, NULL},
-	{"thread.arena", T_UNSIGNED, RW, h_thread_arena, NULL},
-	{"tcache.create", T_UNSIGNED, RO, h_tcache_create, NULL},
-	{"tcache.flush", T_UNSIGNED, WO, h_tcache_num, NULL},
-	{"tcache.destroy", T_UNSIGNED, WO, h_tcache_num, NULL},
-	{"arena.#.purge", T_VOID, ACT, h_arena_purge, NULL},
-	{"arena.#.decay", T_VOID, ACT, h_arena_purge, NULL},
-	{"arena.#.destroy", T_VOID, ACT, h_arena_destroy, NULL},
-	{"arena.#.dirty_decay_ms", T_SSIZE, RW, h_arena_dirty, NULL},
-	{"arena.#.muzzy_decay_ms", T_SSIZE, RW, h_arena_muzzy, NULL},
-	{"arenas.narenas", T_UNSIGNED, RO, h_narenas, NULL},
-	{"arenas.create", T_UNSIGNED, RO, h_arenas_create, NULL},
-	{"arenas.dirty_decay_ms", T_SSIZE, RW, h_arenas_dirty, NULL},
-	{"arenas.muzzy_decay_ms", T_SSIZE, RW, h_arenas_muzzy, NULL},
-	{"arenas.quantum", T_SIZE, RO, h_quantum, NULL},
-	{"arenas.page", T_SIZE, RO, h_page, NULL},
-	{"arenas.nbins", T_UNSIGNED, RO, h_nbins, NULL},
-	{"arenas.bin.#.size", T_SIZE, RO, h_bin_size, NULL},
-	{"arenas.bin.#.nregs", T_U32, RO, h_bin_nregs, NULL},
-	{"arenas.bin.#.slab_size", T_SIZE, RO, h_bin_slab_size, NULL},
-	{"stats.allocated", T_SIZE, RO, h_allocated, NULL},
-	{"stats.active", T_SIZE, RO, h_active, NULL},
-	{"stats.resident", T_SIZE, RO, h_resident, NULL},
-	{"stats.mapped", T_SIZE, RO, h_mapped, NULL},
-	{"stats.retained", T_SIZE, RO, h_retained, NULL},
-	{"stats.metadata", T_SIZE, RO, h_metadata, NULL},
-	{"stats.arenas.#.pactive", T_SIZE, RO, h_a_pactive, NULL},
-	{"stats.arenas.#.pdirty", T_SIZE, RO, h_a_pdirty, NULL},
-	{"stats.arenas.#.pmuzzy", T_SIZE, RO, h_a_pmuzzy, NULL},
-	{"stats.arenas.#.small.allocated", T_SIZE, RO, h_a_small, NULL},
-	{"stats.arenas.#.large.allocated", T_SIZE, RO, h_a_large, NULL},
-	{"stats.arenas.#.bins.#.curregs", T_SIZE, RO, h_curregs, NULL},
-	{"stats.arenas.#.bins.#.curslabs", T_SIZE, RO, h_curslabs, NULL},
-	{"stats.arenas.#.bins.#.nonfull_slabs", T_SIZE, RO, h_nonfull, NULL},
-	{"opt.narenas", T_UNSIGNED, RO, h_opt_narenas, NULL},
-	{"opt.background_thread", T_BOOL, RO, h_opt_background, NULL},
-	{"opt.dirty_decay_ms", T_SSIZE, RO, h_arenas_dirty, NULL},
-	{"opt.muzzy_decay_ms", T_SSIZE, RO, h_arenas_muzzy, NULL},
-	{"opt.tcache", T_BOOL, RO, h_true, NULL},
-	{"opt.prof", T_BOOL, RO, h_prof, NULL},
-	{"config.debug", T_BOOL, RO, h_false, NULL},
-	{"config.stats", T_BOOL, RO, h_true, NULL},
-	{"config.prof", T_BOOL, RO, h_true, NULL},
-	{"prof.dump", T_STR, WO, h_prof_dump, NULL},
-	{"experimental.utilization.query", T_RAW, RW, NULL, r_util_query},
-	{"experimental.utilization.batch_query", T_RAW, RW, NULL, r_util_batch},
+	{"version", T_STR, RO, h_version, 0, NULL},
+	{"epoch", T_U64, RW, h_epoch, 0, NULL},
+	{"background_thread", T_BOOL, RW, h_background, 0, NULL},
+	{"thread.tcache.flush", T_VOID, ACT, h_flush, 0, NULL},
+	{"thread.arena", T_UNSIGNED, RW, h_thread_arena, 0, NULL},
+	{"tcache.create", T_UNSIGNED, RO, h_create, 1, NULL},
+	{"tcache.flush", T_UNSIGNED, WO, h_flush, 1, NULL},
+	{"tcache.destroy", T_UNSIGNED, WO, h_flush, 1, NULL},
+	{"arena.#.purge", T_VOID, ACT, h_purge, 0, NULL},
+	{"arena.#.decay", T_VOID, ACT, h_purge, 0, NULL},
+	{"arena.#.destroy", T_VOID, ACT, h_destroy, 0, NULL},
+	{"arena.#.dirty_decay_ms", T_SSIZE, RW, h_decay, 0, NULL},
+	{"arena.#.muzzy_decay_ms", T_SSIZE, RW, h_decay, 1, NULL},
+	{"arenas.narenas", T_UNSIGNED, RO, h_fixed, K_NARENAS, NULL},
+	{"arenas.create", T_UNSIGNED, RO, h_create, 0, NULL},
+	{"arenas.dirty_decay_ms", T_SSIZE, RW, h_decay, 2, NULL},
+	{"arenas.muzzy_decay_ms", T_SSIZE, RW, h_decay, 3, NULL},
+	{"arenas.quantum", T_SIZE, RO, h_fixed, K_QUANTUM, NULL},
+	{"arenas.page", T_SIZE, RO, h_fixed, K_PAGE, NULL},
+	{"arenas.nbins", T_UNSIGNED, RO, h_fixed, K_NBINS, NULL},
+	{"arenas.bin.#.size", T_SIZE, RO, h_bin, 0, NULL},
+	{"arenas.bin.#.nregs", T_U32, RO, h_bin, 1, NULL},
+	{"arenas.bin.#.slab_size", T_SIZE, RO, h_bin, 2, NULL},
+	{"stats.allocated", T_SIZE, RO, h_stat, S_ALLOCATED, NULL},
+	{"stats.active", T_SIZE, RO, h_stat, S_ACTIVE, NULL},
+	{"stats.resident", T_SIZE, RO, h_stat, S_RESIDENT, NULL},
+	{"stats.mapped", T_SIZE, RO, h_stat, S_MAPPED, NULL},
+	{"stats.retained", T_SIZE, RO, h_stat, S_RETAINED, NULL},
+	{"stats.metadata", T_SIZE, RO, h_stat, S_METADATA, NULL},
+	{"stats.arenas.#.pactive", T_SIZE, RO, h_stat, ARENA_STAT | S_PACTIVE, NULL},
+	{"stats.arenas.#.pdirty", T_SIZE, RO, h_stat, ARENA_STAT | S_PDIRTY, NULL},
+	{"stats.arenas.#.pmuzzy", T_SIZE, RO, h_stat, ARENA_STAT | S_PMUZZY, NULL},
+	{"stats.arenas.#.small.allocated", T_SIZE, RO, h_stat, ARENA_STAT | S_SMALL, NULL},
+	{"stats.arenas.#.large.allocated", T_SIZE, RO, h_stat, ARENA_STAT | S_LARGE, NULL},
+	{"stats.arenas.#.bins.#.curregs", T_SIZE, RO, h_stat, BIN_STAT, NULL},
+	{"stats.arenas.#.bins.#.curslabs", T_SIZE, RO, h_stat, BIN_STAT + 1, NULL},
+	{"stats.arenas.#.bins.#.nonfull_slabs", T_SIZE, RO, h_stat, BIN_STAT + 2, NULL},
+	{"opt.narenas", T_UNSIGNED, RO, h_fixed, K_ONE, NULL},
+	{"opt.background_thread", T_BOOL, RO, h_fixed, K_BG, NULL},
+	{"opt.dirty_decay_ms", T_SSIZE, RO, h_decay, 2, NULL},
+	{"opt.muzzy_decay_ms", T_SSIZE, RO, h_decay, 3, NULL},
+	{"opt.tcache", T_BOOL, RO, h_fixed, K_TRUE, NULL},
+	{"opt.prof", T_BOOL, RO, h_fixed, K_PROF, NULL},
+	{"config.debug", T_BOOL, RO, h_fixed, K_FALSE, NULL},
+	{"config.stats", T_BOOL, RO, h_fixed, K_TRUE, NULL},
+	{"config.prof", T_BOOL, RO, h_fixed, K_TRUE, NULL},
+	{"prof.dump", T_STR, WO, h_prof_dump, 0, NULL},
+	{"experimental.utilization.query", T_RAW, RW, NULL, 0, r_util_query},
+	{"experimental.utilization.batch_query", T_RAW, RW, NULL, 0, r_util_batch},
 };
 #define NENTRIES (sizeof table / sizeof table[0])
 #define MAX_COMPONENTS 8
@@ -649,7 +537,7 @@ static int ctl(const size_t *mib, size_t n, void *oldp, size_t *oldlenp, void *n
 	memset(&out, 0, sizeof out);
 	if (writes)
 		memcpy(&in, newp, size);
-	int err = e->fn(ix, &out, writes ? &in : NULL);
+	int err = e->fn(e, ix, &out, writes ? &in : NULL);
 	if (err || !reads)
 		return err;
 	if (*oldlenp != size) {

@@ -191,6 +191,14 @@ static bool row_used(const struct census *k, unsigned r)
 	return false;
 }
 
+/* Row r's cache: a size class's, or a copy of a typed cache's in *copy; NULL when it is gone. */
+static const struct cache *row_cache(unsigned r, struct cache *copy)
+{
+	if (r < NCLASS)
+		return &sm_g.caches[r];
+	return sm_typed_copy(r - NCLASS, copy) ? copy : NULL;
+}
+
 /* The census behind slub_stats_get and the printed table: the totals, and up to max rows. */
 static size_t collect(struct census *k, struct slub_stats *t, struct slub_cache_stats *rows,
 		      size_t max)
@@ -203,12 +211,8 @@ static size_t collect(struct census *k, struct slub_stats *t, struct slub_cache_
 	size_t n = 0;
 	for (unsigned r = 0; r < NROWS; r++) {
 		struct cache copy;
-		const struct cache *c = &copy;
-		if (r < NCLASS)
-			c = &sm_g.caches[r];
-		else if (!sm_typed_copy(r - NCLASS, &copy))
-			continue;
-		if (!row_used(k, r))
+		const struct cache *c = row_cache(r, &copy);
+		if (!c || !row_used(k, r))
 			continue;
 		struct slub_cache_stats o;
 		row_of(k, r, c, &o);
@@ -276,10 +280,8 @@ void sm_stats_snapshot(struct sm_snapshot *o)
 	o->slab_bytes_active = 0;
 	for (unsigned r = 0; r < NROWS; r++) {
 		struct cache copy;
-		const struct cache *c = &copy;
-		if (r < NCLASS)
-			c = &sm_g.caches[r];
-		else if (!sm_typed_copy(r - NCLASS, &copy))
+		const struct cache *c = row_cache(r, &copy);
+		if (!c)
 			continue;
 		o->slab_bytes_active += sat_sub(k->slabs[r], k->empty[r]) * c->pages * SPAGE_SIZE;
 		if (r < NCLASS) {

@@ -11,23 +11,14 @@
 # Prints: RESULT name=real_named qps=<queries answered per second> lost=<queries lost>
 set -euo pipefail
 secs=${1:-10}
-server_preload=${LD_PRELOAD:-}
-unset LD_PRELOAD
+. "$(dirname "$0")/server_common.sh"
 for c in named dnsperf dig; do
 	command -v "$c" >/dev/null || [ -x "/usr/sbin/$c" ] || {
 		echo "named.sh: named, dig and dnsperf are needed (apt-get install bind9 bind9-dnsutils dnsperf)" >&2
 		exit 2
 	}
 done
-cpus=$(nproc)
-server_cpu=0 client_cpu=$((cpus > 1 ? 1 : 0))
-dir=$(mktemp -d "${TMPDIR:-/tmp}/slub-named.XXXXXX")
-spid=
-cleanup() {
-	if [ -n "$spid" ]; then kill "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true; fi
-	rm -rf "$dir"
-}
-trap cleanup EXIT
+scratch named
 {
 	printf '$TTL 300\n@ IN SOA ns.example.test. admin.example.test. 1 3600 600 86400 300\n'
 	printf '@ IN NS ns.example.test.\nns IN A 127.0.0.1\n'
@@ -38,27 +29,17 @@ trap cleanup EXIT
 awk 'BEGIN { s = 1; for (i = 0; i < 100000; i++) { s = (s * 1103515245 + 12345) % 2147483648
 	n = s % 24000; printf "%s.example.test %s\n", (n < 20000 ? "h" n : "none" n), (i % 3 ? "A" : "TXT") } }' \
 	>"$dir/queries.txt"
-# a port below the kernel's ephemeral range, tried again with another if it is taken
-port=
-for try in 1 2 3 4 5; do
-	p=$((20000 + ($$ * 11 + try * 1013) % 12000))
-	cat >"$dir/named.conf" <<EOF
-options { directory "$dir"; listen-on port $p { 127.0.0.1; }; listen-on-v6 { none; };
+start() {
+	cat >"$dir/named.conf" <<CONF
+options { directory "$dir"; listen-on port $1 { 127.0.0.1; }; listen-on-v6 { none; };
   recursion no; pid-file none; dnssec-validation no; };
 zone "example.test" { type primary; file "$dir/example.zone"; };
-EOF
+CONF
 	LD_PRELOAD=$server_preload taskset -c "$server_cpu" named -g -n 1 -u root -c "$dir/named.conf" \
 		>"$dir/server.log" 2>&1 &
-	spid=$!
-	for _ in $(seq 200); do
-		dig +time=1 +tries=1 @127.0.0.1 -p "$p" example.test SOA +short >/dev/null 2>&1 && port=$p && break 2
-		kill -0 "$spid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill "$spid" 2>/dev/null || true
-	wait "$spid" 2>/dev/null || true
-	spid=
-done
+}
+answers() { dig +time=1 +tries=1 @127.0.0.1 -p "$1" example.test SOA +short; }
+start_server 11 start answers || true
 [ -n "$port" ] || { echo "named.sh: the server did not answer:" >&2; tail -5 "$dir/server.log" >&2; exit 2; }
 timeout $((secs + 60)) taskset -c "$client_cpu" dnsperf -s 127.0.0.1 -p "$port" -d "$dir/queries.txt" \
 	-l "$secs" -c 4 -q 64 >"$dir/perf.txt" 2>&1

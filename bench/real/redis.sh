@@ -12,38 +12,18 @@
 # Prints: RESULT name=real_redis rps=<all requests / total time> set=... get=... lpush=... hset=...
 set -euo pipefail
 n=${1:-200000}
-server_preload=${LD_PRELOAD:-}
-unset LD_PRELOAD
+. "$(dirname "$0")/server_common.sh"
 if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
 	echo "redis.sh: redis-server and redis-benchmark are needed (apt-get install redis-server redis-tools)" >&2
 	exit 2
 fi
-cpus=$(nproc)
-server_cpu=0 client_cpu=$((cpus > 1 ? 1 : 0))
-dir=$(mktemp -d "${TMPDIR:-/tmp}/slub-redis.XXXXXX")
-spid=
-cleanup() {
-	if [ -n "$spid" ]; then kill "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true; fi
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-# a port below the kernel's ephemeral range (32768 up), where clients' ports never are; tried
-# again with another if it is taken
-port=
-for try in 1 2 3 4 5; do
-	p=$((20000 + ($$ * 7 + try * 1009) % 12000))
-	LD_PRELOAD=$server_preload taskset -c "$server_cpu" redis-server --port "$p" --bind 127.0.0.1 \
+scratch redis
+start() {
+	LD_PRELOAD=$server_preload taskset -c "$server_cpu" redis-server --port "$1" --bind 127.0.0.1 \
 		--save "" --appendonly no --dir "$dir" --daemonize no --loglevel warning >"$dir/server.log" 2>&1 &
-	spid=$!
-	for _ in $(seq 100); do
-		[ "$(redis-cli -p "$p" ping 2>/dev/null)" = PONG ] && port=$p && break 2
-		kill -0 "$spid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill "$spid" 2>/dev/null || true
-	wait "$spid" 2>/dev/null || true
-	spid=
-done
+}
+answers() { [ "$(redis-cli -p "$1" ping)" = PONG ]; }
+start_server 7 start answers || true
 [ -n "$port" ] || { echo "redis.sh: the server did not answer:" >&2; cat "$dir/server.log" >&2; exit 2; }
 timeout 300 taskset -c "$client_cpu" redis-benchmark -p "$port" -n "$n" -r 100000 -d 256 -P 16 \
 	-t set,get,lpush,hset -q --csv >"$dir/bench.csv"

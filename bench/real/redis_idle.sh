@@ -8,28 +8,21 @@
 # the fill, right after the flush, and at the end of the idle time) and idle1_kib=... per second.
 set -euo pipefail
 keys=${1:-300000} secs=${2:-3}
-server_preload=${LD_PRELOAD:-}
-unset LD_PRELOAD
+. "$(dirname "$0")/server_common.sh"
 if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
 	echo "redis_idle.sh: redis-server and redis-cli are needed (apt-get install redis-server redis-tools)" >&2
 	exit 2
 fi
-dir=$(mktemp -d "${TMPDIR:-/tmp}/slub-redis-idle.XXXXXX")
-pid=
-cleanup() {
-	if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-	rm -rf "$dir"
-}
-trap cleanup EXIT
+scratch redis-idle
 port=$((20000 + ($$ * 7 + 503) % 12000))
 LD_PRELOAD=$server_preload redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
 	--dir "$dir" --daemonize no --loglevel warning --enable-debug-command yes >"$dir/server.log" 2>&1 &
-pid=$!
+spid=$!
 for _ in $(seq 200); do
 	[ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && break
 	sleep 0.05
 done
-rss() { awk '/^VmRSS/ { print $2 }' "/proc/$pid/status"; }
+rss() { awk '/^VmRSS/ { print $2 }' "/proc/$spid/status"; }
 redis-cli -p "$port" debug populate "$keys" key 512 >/dev/null
 filled=$(rss)
 redis-cli -p "$port" flushall sync >/dev/null
@@ -40,5 +33,5 @@ for s in $(seq "$secs"); do
 done
 echo "RESULT name=redis_idle filled_kib=$filled flushed_kib=$flushed idle_kib=$(rss)$per"
 redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
-wait "$pid" 2>/dev/null || true
-pid=
+wait "$spid" 2>/dev/null || true
+spid=
