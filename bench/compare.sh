@@ -51,7 +51,7 @@ WORKLOADS=(
 	"real_cc|time|-|/usr/bin/cc -O2 -w -c -o @TMP@/big.o @IN@/big.c||@TMP@/big.o"
 	"real_sqlite|time|-|/usr/bin/sqlite3 -batch -init @IN@/script.sql :memory:||stdout"
 	"real_redis|rate|rps|@REAL@/redis.sh 400000|@REAL@/redis.sh 150000|"
-	"real_named|rate|qps|@REAL@/named.sh 10|@REAL@/named.sh 4|"
+	"real_named|rate|qps|@REAL@/named.sh 4|@REAL@/named.sh 2|"
 	"cxx_stl|time|-|bench/cxx_stl 40|bench/cxx_stl 16|stdout"
 	"cxx_larson|time|ms|bench/cxx_larson 2 12000|bench/cxx_larson 2 4000|"
 	"xchurn|time|ms|bench/xchurn 8 20 100000|bench/xchurn 8 8 60000|"
