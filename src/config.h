@@ -6,7 +6,7 @@
 
 #define REGION_SHIFT 22                         /* 4 MiB regions, aligned to their size */
 #define REGION_SIZE (1UL << REGION_SHIFT)
-#define SPAGE_SHIFT 16                          /* 64 KiB slab pages: slabs are 1..4 of them */
+#define SPAGE_SHIFT 16                          /* 64 KiB slab pages: a slab is 1..8 of them */
 #define SPAGE_SIZE (1UL << SPAGE_SHIFT)
 #define REGION_PAGES (REGION_SIZE / SPAGE_SIZE) /* 64: one bit each in region->free_mask */
 #define SLAB_MAX_PAGES 8                        /* a slab spans at most 512 KiB */
@@ -30,36 +30,28 @@
 #define TCACHE_MIN 4                            /* ... but at least this many objects */
 #define TCACHE_MIN_HUGE 2                       /* ... or this many, above 32 KiB */
 #define TCACHE_MAX 256                          /* ... and at most this many */
-#define TCACHE_GROWN_BYTES 32768                /* a class whose free stack overflows (a burst
-						 * of frees, a consumer) or that refills a
-						 * second time (a producer) caches this many
-						 * bytes from then on: fewer, larger flushes
-						 * and refills; a malloc/free loop, which only
-						 * swaps, keeps the smaller stacks and reuses
-						 * fewer lines */
+/* A class whose free stack overflows (a burst of frees, a consumer) or that refills a second
+ * time (a producer) caches TCACHE_GROWN_BYTES from then on: fewer, larger flushes and refills.
+ * A malloc/free loop, which only swaps, keeps the smaller stacks and reuses fewer lines. */
+#define TCACHE_GROWN_BYTES 32768
 #define TCACHE_GROWN_MAX 512                    /* ... and at most this many objects */
-#define TCACHE_BURST_BYTES 262144               /* a grown class whose free stack overflows
-						 * again with only objects of this thread's
-						 * own slabs on it (bursts of frees of what
-						 * it just allocated, larger than the grown
-						 * stacks) caches this many bytes (at most
-						 * TCACHE_BURST_MAX objects): its loop keeps
-						 * its objects instead of flushing and
-						 * refilling each round; a consumer's frees
-						 * of others' objects never grow it */
+/* A grown class whose free stack overflows again with only objects of this thread's own slabs
+ * on it (bursts of frees of what it just allocated, larger than the grown stacks) caches
+ * TCACHE_BURST_BYTES, at most TCACHE_BURST_MAX objects. Its loop then keeps its objects
+ * instead of flushing and refilling each round. A consumer's frees of others' objects never
+ * grow it. */
+#define TCACHE_BURST_BYTES 262144
 #define TCACHE_BURST_MAX 8192                   /* (tcmalloc's longest thread free list) */
-#define TCACHE_BURST_BUDGET (1024 * 1024)       /* a thread's burst stacks, all classes
-						 * together, hold at most this many bytes of
-						 * objects: a class whose stacks would pass
-						 * it keeps cap_grown */
+/* A thread's burst stacks, all classes together, hold at most TCACHE_BURST_BUDGET bytes of
+ * objects. A class whose stacks would pass it keeps cap_grown. */
+#define TCACHE_BURST_BUDGET (1024 * 1024)
 #define POKE_AGAIN 64                           /* a thread the background thread poked is
 						 * poked again after this many more refills and
 						 * flushes (background.c) */
-#define SAMPLE_BATCH 32                         /* sampling (sample.c): a first refill brings at
-						 * most this many (doubling with each refill
-						 * after); a held free stack of this many
-						 * becomes the allocation stack: a malloc/free
-						 * loop cycles through this many objects */
+/* Sampling (sample.c): a first refill brings at most SAMPLE_BATCH objects, doubling with each
+ * refill after. A held free stack of this many becomes the allocation stack, so a malloc/free
+ * loop cycles through this many objects. */
+#define SAMPLE_BATCH 32
 #define SAMPLE_GAP_NS 10000000ull              /* KFENCE samples this far apart at least: each
 						 * costs two mprotects and two unwinds */
 #define PROF_SAMPLE_DEFAULT 524288              /* the profiler samples once per this many bytes

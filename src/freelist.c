@@ -52,9 +52,9 @@
  *   next, prev, on_partial, and the cache's partial and nr_*: under the cache lock. partial is
  *   also peeked without it (relaxed) and checked again under it.
  *   A region's free_mask, dirty_mask, map and list: under the page lock (region.c).
- *   The background thread (background.c) takes the page lock, then, apart, the large lock, then,
- *   apart, the registry lock. Its
- *   state word: atomic exchanges, and a futex wake from a kick under either lock.
+ *   The background thread (background.c) takes the page lock, then, apart, the large lock,
+ *   then, apart, the registry lock. Its state word changes by atomic exchanges, and a kick
+ *   under either lock wakes it with a futex.
  *   A debug cache has no stacks. Its debug_source is its own, under its dlock (debug.c).
  *   A depot's objects count as in use for their slabs, like those in stacks (depot.c).
  *

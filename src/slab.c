@@ -1,6 +1,7 @@
 /* slab.c: slab geometry and creation.
- * A cache's slab spans 1..SLAB_MAX_PAGES pages. The count is chosen so that the tail left after
- * the last object is at most 1/16 of the slab, or as small as 4 pages allow.
+ * A cache's slab spans 1..SLAB_MAX_PAGES pages: the fewest whose tail, left after the last
+ * object, is at most 1/16 of the slab; when no count does that, the one with the smallest
+ * share of tail (pages_for).
  * A new slab is frozen for the thread that made it, with nothing carved.
  * Objects are linked into freelists lazily, a batch at a time (sm_slab_carve). So a new slab's
  * untouched objects cost no RSS.
