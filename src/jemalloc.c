@@ -7,8 +7,8 @@
  * (mallctl.c): a flag with an arena that was never created fails, as in jemalloc.
  * MALLOCX_TCACHE_NONE takes a small block from the fullest partial slab, as a mover needs
  * (defrag.c). MALLOCX_TCACHE(t) takes the thread's cache, as no flag does.
- * A block of MALLOCX_ZERO is zero up to its usable size, so rallocx's zeroing may start at
- * the old usable size, as jemalloc's does.
+ * A block of MALLOCX_ZERO is zero up to its usable size. So rallocx's zeroing may start at the
+ * old usable size, as jemalloc's does, or where the copy ended when the block moved.
  * A size of 0 is taken as 1, as jemalloc's release builds do. */
 #include <errno.h>
 #include <string.h>
@@ -93,8 +93,9 @@ void *sm_rallocx(void *p, size_t size, int flags)
 			sm_free_fast(p);
 		}
 	}
+	/* zero from the old usable size; a block that moved holds only what was copied */
 	if (q && (flags & FLAG_ZERO))
-		zero_tail(q, old);
+		zero_tail(q, q == p || old < size ? old : size);
 	return q;
 }
 

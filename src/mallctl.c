@@ -2,7 +2,8 @@
  * malloc_stats_print, answered with slubmalloc's own figures.
  * A name is dot-separated components. The table below lists every name that answers; a "#"
  * component is a number (an arena, a bin). Any other name gets ENOENT, as in jemalloc.
- * A MIB holds, per component, the word's index in words[] or the number itself.
+ * A MIB holds, per component, the number itself, or the word's index in words[] tagged with
+ * WORD_TAG: so a number never stands for a word, nor a word for a number.
  * Reads and writes follow jemalloc's rules: a value of the wrong size is EINVAL (a read still
  * copies what fits, and says how much), a write to a read-only name or any value given to an
  * action is EPERM, a failed action is EFAULT.
@@ -18,6 +19,7 @@
 #include "internal.h"
 
 #define ARENAS_ALL 4096 /* MALLCTL_ARENAS_ALL */
+#define WORD_TAG ((size_t)1 << 63) /* a MIB component that is a word */
 #define ARENAS_MAX 4095 /* numbers a flag can carry */
 #define VERSION "5.3.0-0-slubmalloc" /* jemalloc's API version, then who answers */
 
@@ -80,7 +82,7 @@ static bool arena_or_all(size_t a)
 }
 
 /* ---- the statistics' snapshot ---- */
-static sm_lock_t snap_lock, print_lock; /* print_lock: malloc_stats_print's copy */
+static sm_lock_t snap_lock;
 static struct sm_snapshot snap;
 static uint64_t epoch, snap_ns;
 static bool snap_taken;
@@ -102,12 +104,6 @@ void sm_ctl_bin(unsigned cls, uint64_t *curregs, uint64_t *curslabs, uint64_t *n
 	*curslabs = snap.bin[cls].curslabs;
 	*nonfull = snap.bin[cls].nonfull;
 	sm_unlock(&snap_lock);
-}
-
-void sm_ctl_after_fork(void)
-{
-	sm_unlock(&snap_lock);
-	sm_unlock(&print_lock);
 }
 
 /* ---- handlers ---- */
@@ -150,7 +146,7 @@ static int h_background(const struct entry *e, const size_t *ix, union val *out,
 static int h_flush(const struct entry *e, const size_t *ix, union val *out, const union val *in)
 {
 	(void)ix, (void)out;
-	if (e->arg && in->u >= __atomic_load_n(&tcaches_made, __ATOMIC_RELAXED))
+	if (e->arg && (!in || in->u >= __atomic_load_n(&tcaches_made, __ATOMIC_RELAXED)))
 		return EFAULT;
 	if (sm_tcp)
 		sm_trim_self(sm_tcp);
@@ -210,21 +206,24 @@ static int h_destroy(const struct entry *e, const size_t *ix, union val *out, co
 }
 
 /* arena.<i>.{dirty,muzzy}_decay_ms (arg 0, 1), and arenas.* and opt.* (arg 2, 3: the heap's).
- * The heap's dirty decay is the purge delay, its muzzy one 0; a created arena's are kept. */
+ * The heap's dirty decay is the purge delay, its muzzy one 0; a created arena's are kept.
+ * -1 is never: a delay of DECAY_NEVER_NS, which reads back as -1. Longer ones are EFAULT. */
+#define DECAY_NEVER_NS ((uint64_t)1 << 62)
 static int h_decay(const struct entry *e, const size_t *ix, union val *out, const union val *in)
 {
 	int muzzy = e->arg & 1;
 	size_t a = e->arg < 2 ? ix[0] : 0;
 	if (!arena_or_all(a))
 		return ENOENT;
-	if (in && in->sz < -1)
+	if (in && (in->sz < -1 || (in->sz > 0 && (uint64_t)in->sz >= DECAY_NEVER_NS / 1000000)))
 		return EFAULT;
 	if (heap_or_all(a)) {
-		out->sz = muzzy ? 0 : (ssize_t)(sm_opt.purge_delay_ns / 1000000);
-		if (in && !muzzy) {
-			uint64_t ms = in->sz < 0 ? UINT64_MAX / 1000000 : (uint64_t)in->sz;
-			__atomic_store_n(&sm_opt.purge_delay_ns, ms * 1000000, __ATOMIC_RELAXED);
-		}
+		uint64_t ns = __atomic_load_n(&sm_opt.purge_delay_ns, __ATOMIC_RELAXED);
+		out->sz = muzzy ? 0 : ns >= DECAY_NEVER_NS ? -1 : (ssize_t)(ns / 1000000);
+		if (in && !muzzy)
+			__atomic_store_n(&sm_opt.purge_delay_ns,
+					 in->sz < 0 ? DECAY_NEVER_NS : (uint64_t)in->sz * 1000000,
+					 __ATOMIC_RELAXED);
 		return 0;
 	}
 	out->sz = __atomic_load_n(&arena_decay[a][muzzy], __ATOMIC_RELAXED);
@@ -464,7 +463,16 @@ static void words_build(void)
 		sm_os_yield();
 }
 
-/* A name's MIB: each word's index, each number itself. Returns the components, or 0 when the
+/* A child of fork: the snapshot's lock free, and the words built again if a thread of the
+ * parent was building them. */
+void sm_ctl_after_fork(void)
+{
+	sm_unlock(&snap_lock);
+	if (__atomic_load_n(&words_ready, __ATOMIC_RELAXED) == 1) /* a thread was building them */
+		nwords = 0, words_ready = 0;
+}
+
+/* A name's MIB: each number itself, each word's index tagged. Returns the components, or 0 when the
  * name is malformed (an empty component, a number out of range, too many components). */
 static size_t name_mib(const char *name, size_t *mib)
 {
@@ -476,7 +484,7 @@ static size_t name_mib(const char *name, size_t *mib)
 		if (*p >= '0' && *p <= '9') {
 			size_t v = 0;
 			for (size_t i = 0; i < len; i++) {
-				if (p[i] < '0' || p[i] > '9' || v > SIZE_MAX / 10 - 1)
+				if (p[i] < '0' || p[i] > '9' || v >= WORD_TAG / 10)
 					return 0;
 				v = v * 10 + (size_t)(p[i] - '0');
 			}
@@ -485,7 +493,7 @@ static size_t name_mib(const char *name, size_t *mib)
 			unsigned w = word_find(p, len);
 			if (w == UINT32_MAX)
 				return 0;
-			mib[n++] = w;
+			mib[n++] = WORD_TAG | w;
 		}
 		if (!p[len])
 			return n;
@@ -501,11 +509,14 @@ static const struct entry *mib_entry(const size_t *mib, size_t n, size_t *ix)
 		size_t k = 0, ni = 0;
 		for (; *p && k < n; k++) {
 			size_t len = strcspn(p, ".");
+			size_t w = mib[k] & ~WORD_TAG;
 			if (len == 1 && *p == '#') {
+				if (mib[k] & WORD_TAG)
+					break;
 				if (ni < MAX_NUMBERS)
 					ix[ni++] = mib[k];
-			} else if (mib[k] >= nwords || words[mib[k]].len != len ||
-				   memcmp(words[mib[k]].at, p, len)) {
+			} else if (!(mib[k] & WORD_TAG) || w >= nwords || words[w].len != len ||
+				   memcmp(words[w].at, p, len)) {
 				break;
 			}
 			p += len + (p[len] == '.');
@@ -533,6 +544,10 @@ static int ctl(const size_t *mib, size_t n, void *oldp, size_t *oldlenp, void *n
 	size_t size = ty_size[e->ty];
 	if (writes && (!newp || newlen != size))
 		return EINVAL;
+	if (e->fn == h_create && reads && *oldlenp != size) { /* no number used up */
+		*oldlenp = 0;
+		return EINVAL;
+	}
 	union val in, out;
 	memset(&out, 0, sizeof out);
 	if (writes)
@@ -637,9 +652,8 @@ static void sink_pair(struct sink *k, const char *name, uint64_t v)
 void sm_malloc_stats_print(void (*cb)(void *, const char *), void *opaque, const char *opts)
 {
 	(void)opts;
-	static struct sm_snapshot copy; /* under print_lock: the callback may take long */
+	struct sm_snapshot copy; /* the callback runs with no lock held */
 	struct sink k = {.cb = cb, .opaque = opaque, .n = 0};
-	sm_lock(&print_lock);
 	sm_lock(&snap_lock);
 	refresh_locked();
 	copy = snap;
@@ -671,5 +685,4 @@ void sm_malloc_stats_print(void (*cb)(void *, const char *), void *opaque, const
 	sink_pair(&k, "large allocated: ", s->large_bytes);
 	sink_str(&k, "--- End jemalloc statistics ---\n");
 	sink_flush(&k);
-	sm_unlock(&print_lock);
 }

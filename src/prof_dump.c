@@ -142,9 +142,10 @@ static void file_name(char *out, size_t cap, const char *base, uint64_t seq)
 #define NAME_CAP (sizeof sm_opt.prof_file + 64)
 
 /* The file of an automatic dump (at exit, by interval): this process's own, never another's.
- * A name this process created is written again. A name that exists and is not this process's
- * (a wrapper's child wrote it, or an earlier run) stays: the profile goes beside it, with the
- * pid before its ".heap", and a line on stderr says where. */
+ * The default name (mine), once this process created it, is written again. A name that exists
+ * and is not this process's (a wrapper's child wrote it, or an earlier run) stays: the profile
+ * goes beside it, with the pid before its ".heap", and a line on stderr says where. An
+ * interval's name is used once. */
 static sm_lock_t own_lock; /* fork does not take it: a child starts with it free */
 
 void sm_prof_dump_after_fork(void)
@@ -152,15 +153,15 @@ void sm_prof_dump_after_fork(void)
 	sm_unlock(&own_lock);
 }
 
-static int open_own(const char *name)
+static int open_own(const char *name, bool mine)
 {
-	static char asked[NAME_CAP], got[NAME_CAP]; /* this process's last: asked for, written */
-	static int32_t owner;                        /* its pid */
+	static char asked[NAME_CAP], got[NAME_CAP]; /* the default name, and the file it went to */
+	static int32_t owner;                        /* the pid that made got */
 	char alt[NAME_CAP + 24];
 	int32_t pid = sm_os_pid();
 	sm_lock(&own_lock);
 	int fd;
-	if (owner == pid && !strcmp(asked, name)) {
+	if (mine && owner == pid && !strcmp(asked, name)) {
 		fd = sm_os_open_log(got);
 		sm_unlock(&own_lock);
 		return fd;
@@ -191,7 +192,7 @@ static int open_own(const char *name)
 			sm_write(2, "\n");
 		}
 	}
-	if (fd >= 0 && strlen(name) < sizeof asked && strlen(path) < sizeof got) {
+	if (mine && fd >= 0 && strlen(name) < sizeof asked && strlen(path) < sizeof got) {
 		owner = pid;
 		strcpy(asked, name);
 		strcpy(got, path);
@@ -219,7 +220,7 @@ int sm_prof_dump(const char *path)
 		return dump_to(sm_os_open_log(path));
 	char name[NAME_CAP];
 	file_name(name, sizeof name, sm_opt.prof_file, 0);
-	return dump_to(open_own(name));
+	return dump_to(open_own(name, true));
 }
 
 /* SLUBMALLOC_PROF_INTERVAL: each sample stands for R bytes allocated on average, so a dump
@@ -236,7 +237,7 @@ void sm_prof_after_sample(void)
 	char name[NAME_CAP];
 	file_name(name, sizeof name, sm_opt.prof_file, __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
 	int saved = errno;
-	dump_to(open_own(name));
+	dump_to(open_own(name, false));
 	errno = saved;
 }
 

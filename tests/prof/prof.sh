@@ -101,6 +101,14 @@ check "%p, fork's child" "$sites" "$dir/pid_pattern/p.$child.heap" site_b $B 10
 verdict "%p" "three processes, three profiles" "$(ls "$dir/pid_pattern")" \
     test "$(ls "$dir/pid_pattern"/p.[0-9]*.heap | wc -l)" = 3
 
+# The default name dumped early, then interval dumps: at exit the default file is the
+# process's own, written again, not a file beside it.
+run default_again SLUBMALLOC_PROF_INTERVAL=33554432 SLUBMALLOC_PROF_FILE=dd.heap -- "$sites" dump ""
+check "the default name again" "$sites" "$dir/default_again/dd.heap" site_b $B 10
+verdict "the default name again" "no file beside it, no message" \
+    "$(ls "$dir/default_again"; cat "$dir/default_again/err.txt")" \
+    test -z "$(ls "$dir/default_again"/dd.[0-9]*[0-9].heap 2>/dev/null; grep -l "not this process" "$dir/default_again/err.txt")"
+
 run realloc -- "$sites" realloc
 check realloc "$sites" "$(ls "$dir/realloc"/slubmalloc.*.heap)" site_r $A 10
 run memalign -- "$sites" memalign

@@ -114,6 +114,16 @@ static void t_rallocx(void)
 		CHECK(xallocx(r, big, 0, 0) < big, "xallocx grew in place and said it did not");
 		dallocx(r, MALLOCX_TCACHE_NONE);
 	}
+	unsigned char *z = mallocx(400, MALLOCX_ZERO); /* shrink and move, then grow */
+	memset(z, 0x77, 100);
+	void *dirty = mallocx(100, 0); /* the next block of 100 bytes' class is dirty */
+	memset(dirty, 0xee, sallocx(dirty, 0));
+	dallocx(dirty, 0);
+	z = rallocx(z, 100, MALLOCX_ZERO);
+	z = rallocx(z, 300, MALLOCX_ZERO);
+	CHECK(z[99] == 0x77 && all_zero(z + 100, sallocx(z, 0) - 100),
+	      "MALLOCX_ZERO: a block shrunk, moved and grown again is not zero past its data");
+	dallocx(z, 0);
 	printf("rallocx and xallocx: content kept, zeroed past it, NULL and intact on failure\n");
 }
 
@@ -202,6 +212,26 @@ static void t_errors(void)
 	CHECK(mallctl("epoch.x", &z, &len, NULL, 0) == ENOENT, "past a leaf");
 	CHECK(mallctl("arenas..page", &z, &len, NULL, 0) == ENOENT, "an empty component");
 	CHECK(mallctl("", &z, &len, NULL, 0) == ENOENT, "an empty name");
+	CHECK(mallctl("0", &v, &vl, NULL, 0) == ENOENT, "a number for a word");
+	CHECK(mallctl("arena.version.purge", NULL, NULL, NULL, 0) == ENOENT, "a word for a number");
+	CHECK(mallctl("arenas.bin.epoch.size", &z, &len, NULL, 0) == ENOENT, "a word for a bin");
+	CHECK(mallctl("tcache.flush", NULL, NULL, NULL, 0) == EFAULT, "tcache.flush of no number");
+	ssize_t never = -1, got = 0, huge = (ssize_t)1 << 60;
+	size_t gl = sizeof got;
+	CHECK(mallctl("arenas.dirty_decay_ms", NULL, NULL, &huge, sizeof huge) == EFAULT,
+	      "a decay too long to keep");
+	CHECK(mallctl("arenas.dirty_decay_ms", &got, &gl, &never, sizeof never) == 0 && got == 1000,
+	      "the purge delay, 1000 ms, read as it is set to never (%zd)", got);
+	CHECK(mallctl("arenas.dirty_decay_ms", &got, &gl, NULL, 0) == 0 && got == -1,
+	      "never reads back as -1 (%zd)", got);
+	unsigned a1, a2;
+	size_t al = 2;
+	CHECK(mallctl("arenas.create", &a1, &al, NULL, 0) == EINVAL && al == 0,
+	      "arenas.create with a wrong size");
+	al = sizeof a1;
+	CHECK(mallctl("arenas.create", &a1, &al, NULL, 0) == 0 &&
+	      mallctl("arenas.create", &a2, &al, NULL, 0) == 0 && a1 == 1 && a2 == 2,
+	      "a wrong size used up a number (%u, %u)", a1, a2);
 	CHECK(mallctl("arenas.bin.999.size", &z, &len, NULL, 0) == ENOENT, "bin out of range");
 	CHECK(mallctl("stats.arenas.99999999999999999999999.pactive", &z, &len, NULL, 0) == ENOENT,
 	      "a number too long");
@@ -558,6 +588,11 @@ static void collect(void *arg, const char *s)
 		*n += 1;
 	void *p = malloc(strlen(s) + 1); /* the callback may allocate (redis's does) */
 	free(p);
+	if (*n == 1) { /* and call the library back: no lock is held */
+		size_t inner = 100;
+		malloc_stats_print(collect, &inner, NULL);
+		*n += inner == 101 ? 10 : 1000;
+	}
 }
 
 /* Threads of this process, from /proc/self/task. */
@@ -594,7 +629,8 @@ static void t_stats_print(void)
 {
 	size_t found = 0;
 	malloc_stats_print(collect, &found, NULL);
-	CHECK(found == 1, "malloc_stats_print: the totals line came %zu times", found);
+	CHECK(found == 11, "malloc_stats_print: %zu (11: the totals once, and a nested call's once)",
+	      found);
 	printf("malloc_stats_print reaches its callback\n");
 }
 
