@@ -127,66 +127,66 @@ run_test() {
 run_test layers 0 python3 tests/layers.py
 
 # ---------- integration tests (under the preloaded library) ----------
-for t in api_contract cxx_new stress_mt fork_test fork_stdio fork_signal stats_cancel tight_as \
-         many_large rss_test glibc_interpose thread_exit init_order oom_test fork_load thread_churn xstress_long; do
-    run_test "$t" 1 "build/tests/$t"
+for t in api_contract cxx_new stress_mt fork fork_stdio fork_signal stats_cancel tight_as \
+         many_large rss glibc_interpose thread_exit init_order oom fork_load thread_churn xstress_long; do
+    run_test "$t" 1 "build/tests/preload/$t"
 done
-run_test kfence_rate 1 env SLUBMALLOC_KFENCE=10000 build/tests/kfence_rate
+run_test kfence_rate 1 env SLUBMALLOC_KFENCE=10000 build/tests/preload/kfence_rate
 # SLUBMALLOC_THP=1 gives slab regions huge pages (none before 2026-12-03: each region opened
 # 64 KiB at a time); SLUBMALLOC_THP=0 refuses them
-run_test thp_on 1 env SLUBMALLOC_THP=1 build/tests/thp_test on
-run_test thp_off 1 env SLUBMALLOC_THP=0 build/tests/thp_test off
+run_test thp_on 1 env SLUBMALLOC_THP=1 build/tests/preload/thp on
+run_test thp_off 1 env SLUBMALLOC_THP=0 build/tests/preload/thp off
 # SLUBMALLOC_BACKGROUND=1: freed memory goes back while the program is idle (it stayed before
 # 2026-12-03: the purge delay was checked only at later frees); off: it stays
 run_test background_on 1 env SLUBMALLOC_BACKGROUND=1 SLUBMALLOC_PURGE_DELAY_MS=200 \
-    build/tests/background_test on
+    build/tests/preload/background on
 run_test background_off 1 env SLUBMALLOC_BACKGROUND=0 SLUBMALLOC_PURGE_DELAY_MS=200 \
-    build/tests/background_test off
+    build/tests/preload/background off
 run_test background_fork 1 env SLUBMALLOC_BACKGROUND=1 SLUBMALLOC_PURGE_DELAY_MS=200 \
-    build/tests/background_test fork
-run_test background_last 1 env SLUBMALLOC_BACKGROUND=1 build/tests/background_test last
+    build/tests/preload/background fork
+run_test background_last 1 env SLUBMALLOC_BACKGROUND=1 build/tests/preload/background last
 # A thread that stays on the fastpaths gives its cache back: poked by the background thread,
 # or by another thread's malloc_trim (it kept 64 MiB of slabs before 2026-12-03)
 run_test quiet_thread_background 1 env SLUBMALLOC_BACKGROUND=1 SLUBMALLOC_PURGE_DELAY_MS=200 \
-    build/tests/quiet_thread_test background
+    build/tests/preload/quiet_thread background
 run_test quiet_thread_trim 1 env SLUBMALLOC_BACKGROUND=0 SLUBMALLOC_PURGE_DELAY_MS=200 \
-    build/tests/quiet_thread_test trim
+    build/tests/preload/quiet_thread trim
 # SLUBMALLOC_DEBUG checks red zones and poison by malloc_trim, in the background thread's looks
 # and at exit, not only at the block's own free
-run_test debug_scan_trim 1 env SLUBMALLOC_DEBUG=1 build/tests/debug_scan_test trim
-run_test debug_scan_exit 1 env SLUBMALLOC_DEBUG=1 build/tests/debug_scan_test exit
+run_test debug_scan_trim 1 env SLUBMALLOC_DEBUG=1 build/tests/preload/debug_scan trim
+run_test debug_scan_exit 1 env SLUBMALLOC_DEBUG=1 build/tests/preload/debug_scan exit
 run_test debug_scan_background 1 env SLUBMALLOC_DEBUG=1 SLUBMALLOC_BACKGROUND=1 \
-    SLUBMALLOC_PURGE_DELAY_MS=100 build/tests/debug_scan_test background
+    SLUBMALLOC_PURGE_DELAY_MS=100 build/tests/preload/debug_scan background
 # SIGSEGV and SIGBUS keep their meaning: a raise, kill or sigqueue is delivered as without the
 # library (a raise(SIGSEGV) was swallowed before 2026-12-03), the program's handler set before
 # (dlopen) or after the library's gets the same arguments, a real fault in a guard area is reported
 for m in default:SLUBMALLOC_KFENCE=0 debug:SLUBMALLOC_DEBUG=1 kfence:SLUBMALLOC_KFENCE=100 \
          prof:SLUBMALLOC_PROF=1; do
     run_test "signal_${m%%:*}" 1 env "${m#*:}" SLUBMALLOC_PROF_FILE=/dev/null \
-        build/tests/signal_test preload
+        build/tests/preload/signal preload
     run_test "signal_${m%%:*}_dlopen" 0 env "${m#*:}" SLUBMALLOC_PROF_FILE=/dev/null \
-        build/tests/signal_test dlopen
+        build/tests/preload/signal dlopen
 done
 # The API's contract (alignment above all) with the blocks of debug caches and of profile
 # samples (their slots carry red zones and metadata: 8-aligned blocks before 2026-12-03)
-run_test api_contract_debug 1 env SLUBMALLOC_DEBUG=1 build/tests/api_contract
+run_test api_contract_debug 1 env SLUBMALLOC_DEBUG=1 build/tests/preload/api_contract
 # The same under libslubmalloc-debug.so without U: its memcpy and memset checks must let the
 # engine's own writes (red zones, poison) through (they did not, before its range was known)
 run_test api_contract_debuglib 0 env LD_PRELOAD="$root/build/preload/libslubmalloc-debug.so" \
-    SLUBMALLOC_EXPECT=1 SLUBMALLOC_DEBUG=FZP build/tests/api_contract
+    SLUBMALLOC_EXPECT=1 SLUBMALLOC_DEBUG=FZP build/tests/preload/api_contract
 run_test api_contract_prof 1 env SLUBMALLOC_PROF=1 SLUBMALLOC_PROF_SAMPLE=4096 \
-    SLUBMALLOC_PROF_FILE="$logdir/api_contract_prof" build/tests/api_contract
+    SLUBMALLOC_PROF_FILE="$logdir/api_contract_prof" build/tests/preload/api_contract
 # Under the patched entries of SLUBMALLOC_PROF=1 too, free keeps other threads' sub-line objects
 # from reuse (passive false sharing: 200 of 200 reused before 2026-12-03). A rate with no
 # samples here.
 run_test unit_bulk_mt_prof 0 env SLUBMALLOC_PROF=1 SLUBMALLOC_PROF_SAMPLE=1073741824 \
     SLUBMALLOC_PROF_FILE=/dev/null build/tests/unit/unit_bulk_mt
 # loaded with dlopen by a plugin linked with it, not preloaded
-run_test dlopen_api 0 build/tests/dlopen_api
+run_test dlopen_api 0 build/tests/linked/dlopen_api
 # linked statically (libslubmalloc.a) into a program, checked with SLUBMALLOC_STATS=1
 run_test static_link 0 bash tests/static_link.sh build
 # linked with libslubmalloc.so, not preloaded
-run_test fork_paths 0 build/tests/fork_paths
+run_test fork_paths 0 build/tests/linked/fork_paths
 
 # real programs: the script itself runs without LD_PRELOAD and preloads SLUBMALLOC_LIB itself
 if [ -f "$lib" ]; then

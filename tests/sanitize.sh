@@ -6,7 +6,7 @@
 #                (preload/meson.build) and the tests, compiled with the same renames, call them;
 #                the 16-byte CAS is an __atomic builtin TSan sees (src/platform/arch_x86_64.h).
 #   build-ubsan: gcc -fsanitize=undefined -fno-sanitize-recover=all (the first UB aborts).
-# Then runs every unit_* test of each build and stress_mt_linked (tests/stress_mt.c linked with
+# Then runs every unit_* test of each build and stress_mt_linked (tests/preload/stress_mt.c linked with
 # the engine) at a reduced scale, twice: the second time with SLUBMALLOC_BACKGROUND=1 and a
 # purge delay of 1 ms, so that the background thread purges while the threads run.
 # Checked first (nm): a test's malloc calls reach the engine.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # static_link.sh BUILD: a program linked statically with libslubmalloc.a, as a user would:
-#   cc -static tests/static_prog.c -I include -L BUILD/preload -lslubmalloc -lpthread
+#   cc -static tests/linked/static_prog.c -I include -L BUILD/preload -lslubmalloc -lpthread
 # Its malloc must be slubmalloc's: SLUBMALLOC_STATS=1 prints slubmalloc's statistics at exit,
 # with the program's allocations counted, and the program's own checks pass.
 # Also checks that `meson install` puts libslubmalloc.a next to the shared library.
@@ -10,7 +10,7 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/slub-static.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 fail=0
 cc=${CC:-cc}
-if ! $cc -O2 -static -o "$dir/prog" tests/static_prog.c -I include -L "$build/preload" \
+if ! $cc -O2 -static -o "$dir/prog" tests/linked/static_prog.c -I include -L "$build/preload" \
     -lslubmalloc -lpthread 2>"$dir/link.txt"; then
     echo "FAIL: static link: $(head -c 600 "$dir/link.txt")"
     exit 1

@@ -7,7 +7,7 @@
  * back and the next rounds grow them again in the same arrays; a thread whose frees are of
  * another thread's objects never gets burst arrays, nor one that frees its own objects in
  * random order (a cached object in every other slab would keep the slabs from emptying:
- * tests/rss_test); threads that exit with burst arrays give them back; a thread's burst
+ * tests/preload/rss.c); threads that exit with burst arrays give them back; a thread's burst
  * stacks together stay within TCACHE_BURST_BUDGET. */
 #include <malloc.h>
 #include <pthread.h>

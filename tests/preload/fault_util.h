@@ -1,4 +1,4 @@
-/* fault_util.h: helpers shared by the fault and load tests (oom_test, fork_load, thread_churn,
+/* fault_util.h: helpers shared by the fault and load tests (oom, fork_load, thread_churn,
  * xstress_long), on top of test_util.h: the check that the library under test really is the one
  * preloaded (SLUBMALLOC_EXPECT=1: malloc must resolve into an object whose file name contains
  * "slubmalloc"), a watchdog (alarm() whose handler prints a message and exits with status 3, so

@@ -1,10 +1,10 @@
-/* fork_test: fork safety of the allocator. One thread forks 1000 times (configurable) while three
+/* fork: fork safety of the allocator. One thread forks 1000 times (configurable) while three
  * other threads allocate/free continuously and use stdio (snprintf into heap buffers, occasional
  * fprintf to a shared FILE* on /dev/null). Each child mallocs, frees and callocs a few hundred
  * objects of several sizes (verifying contents and calloc zeroing), uses stdio and exits 0; the
  * parent checks every child's wait status. Children have their own alarm(), and the whole test a
  * global alarm(), so a deadlock (e.g. an allocator lock held across fork) is a failure, not a hang.
- * Usage: fork_test [forks] */
+ * Usage: fork [forks] */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -171,7 +171,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 3; i++)
         pthread_join(w[i], NULL);
     fclose(devnull);
-    printf("fork_test: %d forks, %ld allocation rounds in worker threads\n", nforks, atomic_load(&worker_ops));
+    printf("fork: %d forks, %ld allocation rounds in worker threads\n", nforks, atomic_load(&worker_ops));
     check(atomic_load(&worker_ops) > 0, "worker threads made no progress");
-    return tu_finish("fork_test");
+    return tu_finish("fork");
 }

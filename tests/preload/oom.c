@@ -1,4 +1,4 @@
-/* oom_test: behaviour at out-of-memory, in-process. The program sets RLIMIT_AS to its address
+/* oom: behaviour at out-of-memory, in-process. The program sets RLIMIT_AS to its address
  * space in use + 200 MiB (argv[1] MiB), then 4 threads allocate with every API until everything
  * fails: malloc of small (<= 1 KiB), medium (<= 128 KiB) and large (<= 16 MiB) sizes, calloc,
  * realloc growth, posix_memalign, aligned_alloc, memalign, valloc, pvalloc with alignments from
@@ -27,7 +27,7 @@
  * limit is changed (so it can be lowered and raised again without privileges).
  * OOM_TEST_BREAK=probe makes the test itself hold on to the memory a failed malloc_bulk would
  * have taken: the all-or-nothing check must then fail (proof that it can).
- * Usage: oom_test [headroom_MiB (200)] */
+ * Usage: oom [headroom_MiB (200)] */
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -530,14 +530,14 @@ int main(int argc, char **argv)
     long headroom_mib = argc > 1 ? atol(argv[1]) : 200;
     const char *brk = getenv("OOM_TEST_BREAK"); /* "probe": deliberately break the bulk probe */
     int break_probe = brk && strcmp(brk, "probe") == 0;
-    fu_watchdog("oom_test", 60);
+    fu_watchdog("oom", 60);
     page = (size_t)getpagesize();
-    int expect = fu_expect_slub("oom_test");
+    int expect = fu_expect_slub("oom");
     bulk_alloc = (malloc_bulk_fn)dlsym(RTLD_DEFAULT, "malloc_bulk");
     bulk_free = (free_bulk_fn)dlsym(RTLD_DEFAULT, "free_bulk");
     if (!bulk_alloc || !bulk_free) {
         check(!expect, "SLUBMALLOC_EXPECT=1 but malloc_bulk/free_bulk are not exported");
-        printf("oom_test: malloc_bulk/free_bulk not available: their checks are skipped\n");
+        printf("oom: malloc_bulk/free_bulk not available: their checks are skipped\n");
         bulk_alloc = NULL;
         bulk_free = NULL;
     }
@@ -576,7 +576,7 @@ int main(int argc, char **argv)
     rl.rlim_cur = (rlim_t)vm + ((rlim_t)headroom_mib << 20);
     if (!check(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit(RLIMIT_AS): %s", strerror(errno)))
         return 1;
-    printf("oom_test: VmSize %ld MiB, RLIMIT_AS set to %ld MiB (+%ld MiB), %d threads, %d cycles\n", vm >> 20,
+    printf("oom: VmSize %ld MiB, RLIMIT_AS set to %ld MiB (+%ld MiB), %d threads, %d cycles\n", vm >> 20,
            (long)(rl.rlim_cur >> 20), headroom_mib, NTHREADS, CYCLES);
     fflush(stdout);
 
@@ -640,10 +640,10 @@ int main(int argc, char **argv)
     }
     if (atomic_load(&tu_failures)) {
         /* a failed check may have left the workers at a barrier: do not join them */
-        fprintf(stderr, "oom_test: %ld check(s) FAILED\n", (long)atomic_load(&tu_failures));
+        fprintf(stderr, "oom: %ld check(s) FAILED\n", (long)atomic_load(&tu_failures));
         _exit(1);
     }
     for (int i = 0; i < NTHREADS; i++)
         pthread_join(workers[i].thr, NULL);
-    return tu_finish("oom_test");
+    return tu_finish("oom");
 }

@@ -1,7 +1,7 @@
-/* thp_test: SLUBMALLOC_THP=1 must give small objects huge pages; SLUBMALLOC_THP=0 must not.
+/* thp: SLUBMALLOC_THP=1 must give small objects huge pages; SLUBMALLOC_THP=0 must not.
  * Allocates 8 MiB of 256-byte objects, writes and checks them, then adds up AnonHugePages of
  * the mappings (/proc/self/smaps) that hold them.
- * Usage: thp_test on|off (run.sh sets SLUBMALLOC_THP to match).
+ * Usage: thp on|off (run.sh sets SLUBMALLOC_THP to match).
  * "on" needs at least one huge page there; "off" needs none.
  * Skipped (exit 0, said on stdout) when the system's THP is "never".
  * Without slubmalloc (SLUBMALLOC_EXPECT unset) it only reports. */
@@ -47,7 +47,7 @@ int main(int argc, char **argv)
     FILE *s = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
     char mode[128] = "";
     if (!s || !fgets(mode, sizeof mode, s) || strstr(mode, "[never]")) {
-        printf("thp_test: skipped, transparent huge pages are off on this system (%s)\n",
+        printf("thp: skipped, transparent huge pages are off on this system (%s)\n",
                s ? mode : "no /sys/kernel/mm/transparent_hugepage");
         return 0;
     }
@@ -62,7 +62,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < NOBJ; i++)
         check(!objs[i] || tu_obj_check(objs[i], OBJ), "object %zu changed", i);
     long kb = huge_kb_of_objects();
-    printf("thp_test %s: %ld kB of huge pages hold the %d objects (system: %s)\n",
+    printf("thp %s: %ld kB of huge pages hold the %d objects (system: %s)\n",
            on ? "on" : "off", kb, NOBJ, mode);
     if (getenv("SLUBMALLOC_EXPECT")) {
         check(kb >= 0, "cannot read /proc/self/smaps");
@@ -73,5 +73,5 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < NOBJ; i++)
         free(objs[i]);
-    return tu_finish("thp_test");
+    return tu_finish("thp");
 }

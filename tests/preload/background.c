@@ -1,8 +1,8 @@
-/* background_test: with SLUBMALLOC_BACKGROUND=1 freed memory must go back while the program is
+/* background: with SLUBMALLOC_BACKGROUND=1 freed memory must go back while the program is
  * idle; without it, it stays until a later free.
  * The program allocates 48 MiB of 1000-byte objects and one 8 MiB block, writes them, frees
  * them all, then makes no allocator call and watches its RSS (/proc/self/statm).
- * Usage: background_test on|off|fork (run.sh sets SLUBMALLOC_BACKGROUND to match, and
+ * Usage: background on|off|fork (run.sh sets SLUBMALLOC_BACKGROUND to match, and
  * SLUBMALLOC_PURGE_DELAY_MS=200).
  *   on:   within 3 s, RSS must fall by 3/4 of what the frees left resident. A thread named
  *         slubmalloc-bg must exist. Then it must go to sleep: over a second with nothing
@@ -110,7 +110,7 @@ static void round_of(int on, const char *label)
         now = rss_kb();
     }
     long tid = bg_tid();
-    printf("background_test %s: RSS %ld kB at start, %ld at peak, %ld after the frees, %ld "
+    printf("background %s: RSS %ld kB at start, %ld at peak, %ld after the frees, %ld "
            "after %d ms idle; thread slubmalloc-bg: %s\n",
            label, base, peak, after, now, waited, tid ? "yes" : "no");
     if (!expect)
@@ -135,7 +135,7 @@ static void round_of(int on, const char *label)
         long s0 = switches(tid);
         nap_ms(1000);
         long s1 = switches(tid);
-        printf("background_test %s: the thread's voluntary switches over 1 s idle: %ld -> %ld\n",
+        printf("background %s: the thread's voluntary switches over 1 s idle: %ld -> %ld\n",
                label, s0, s1);
         check(s0 >= 0 && s1 >= s0 && s1 - s0 <= 1,
               "%s: the thread woke %ld times in a second with nothing pending", label, s1 - s0);
@@ -211,11 +211,11 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "last")) {
         last_thread(0);
         last_thread(1);
-        return tu_finish("background_test");
+        return tu_finish("background");
     }
     if (strcmp(mode, "fork")) {
         scenario(!strcmp(mode, "on"), mode);
-        return tu_finish("background_test");
+        return tu_finish("background");
     }
     int waited = 0; /* (it names itself once it runs) */
     while (!bg_tid() && waited < 1000)
@@ -226,11 +226,11 @@ int main(int argc, char **argv)
     if (pid == 0) {
         scenario(1, "fork");
         fflush(NULL);
-        _exit(tu_finish("background_test child"));
+        _exit(tu_finish("background child"));
     }
     int st = 0;
     pid_t got = pid > 0 ? waitpid(pid, &st, 0) : -1;
     check(got == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "fork: the child failed (status %d)",
           st);
-    return tu_finish("background_test");
+    return tu_finish("background");
 }

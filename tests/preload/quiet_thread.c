@@ -1,10 +1,10 @@
-/* quiet_thread_test: free objects in a thread's cache keep their slabs. A thread that stays
+/* quiet_thread: free objects in a thread's cache keep their slabs. A thread that stays
  * on the fastpaths (a server idling in a timer loop) must still give them back: poked by the
  * background thread, or by malloc_trim in another thread, it drains at its next malloc.
  * A worker allocates 64 MiB of 32-byte objects, frees all but one in every SPREAD, then those
  * (its cache keeps the last of them, each in a slab of its own), then wakes every 10 ms for
  * one malloc and one free of 32 bytes. The main thread watches the RSS (/proc/self/statm).
- * Usage: quiet_thread_test background|trim (run.sh: SLUBMALLOC_PURGE_DELAY_MS=200, and
+ * Usage: quiet_thread background|trim (run.sh: SLUBMALLOC_PURGE_DELAY_MS=200, and
  * SLUBMALLOC_BACKGROUND=1 with background, 0 with trim).
  *   background: within 3 s, RSS must fall by 7/8 of what the frees left resident.
  *   trim: malloc_trim(0), 100 ms, malloc_trim(0): the same.
@@ -72,7 +72,7 @@ int main(int argc, char **argv)
     long base = rss_kb();
     pthread_t t;
     if (!check(pthread_create(&t, NULL, worker, NULL) == 0, "pthread_create failed"))
-        return tu_finish("quiet_thread_test");
+        return tu_finish("quiet_thread");
     while (atomic_load(&phase) != 1)
         nap_ms(10);
     long after = rss_kb(), now = after;
@@ -93,15 +93,15 @@ int main(int argc, char **argv)
     }
     atomic_store(&phase, 2);
     pthread_join(t, NULL);
-    printf("quiet_thread_test %s: RSS %ld kB at start, %ld after the frees, %ld after %s\n",
+    printf("quiet_thread %s: RSS %ld kB at start, %ld after the frees, %ld after %s\n",
            mode, base, after, now, trim ? "malloc_trim, 100 ms, malloc_trim" : "idle");
     if (!trim)
-        printf("quiet_thread_test %s: waited %d ms\n", mode, waited);
+        printf("quiet_thread %s: waited %d ms\n", mode, waited);
     if (expect) {
         check(after - base >= 32768, "%s: the frees left only %ld kB resident: nothing to "
               "measure", mode, after - base);
         check(now <= base + (after - base) / 8, "%s: RSS still %ld kB (%ld at start, %ld after "
               "the frees): the quiet thread's cache kept its slabs", mode, now, base, after);
     }
-    return tu_finish("quiet_thread_test");
+    return tu_finish("quiet_thread");
 }

@@ -1,6 +1,6 @@
-/* debug_scan_test: under SLUBMALLOC_DEBUG, red zones and poison are checked also when no later
+/* debug_scan: under SLUBMALLOC_DEBUG, red zones and poison are checked also when no later
  * malloc or free reaches the block: by malloc_trim, by the background thread, at exit.
- * Usage: debug_scan_test trim|background|exit (the first needs SLUBMALLOC_DEBUG=1, the second
+ * Usage: debug_scan trim|background|exit (the first needs SLUBMALLOC_DEBUG=1, the second
  * SLUBMALLOC_BACKGROUND=1 too). A child writes one byte before a block (trim, exit) or into a
  * freed one (background), then waits for the check; the parent wants it killed by SIGABRT
  * with "found <when>" on stderr. Before 2026-12-03 such a bug was reported only at the block's
@@ -22,7 +22,7 @@ int main(int argc, char **argv)
                        : !strcmp(mode, "background") ? "found by the background thread"
                        : !strcmp(mode, "exit") ? "found at exit" : NULL;
     if (!want) {
-        fprintf(stderr, "usage: debug_scan_test trim|background|exit\n");
+        fprintf(stderr, "usage: debug_scan trim|background|exit\n");
         return 2;
     }
     int fds[2];
@@ -61,5 +61,5 @@ int main(int argc, char **argv)
           mode, st);
     check(strstr(err, want) != NULL, "%s: no \"%s\" on stderr", mode, want);
     printf("%s", err);
-    return tu_finish("debug_scan_test");
+    return tu_finish("debug_scan");
 }

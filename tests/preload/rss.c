@@ -1,4 +1,4 @@
-/* rss_test: memory must be returned to the OS. Allocates 1 GiB (requested bytes; configurable) of
+/* rss: memory must be returned to the OS. Allocates 1 GiB (requested bytes; configurable) of
  * small objects (mix of 16..512 B), writes them, reads RSS from /proc/self/statm, frees everything
  * in random order and reads RSS again: the RSS must drop by at least 75% of the growth. Done twice:
  * once freeing from the allocating thread, once with a second thread doing all the frees.
@@ -6,7 +6,7 @@
  * Note: plain glibc does not pass this (its fastbins/tcache keep chunks near the heap top in use,
  * so the heap is never trimmed); with GLIBC_TUNABLES=glibc.malloc.mxfast=0:glibc.malloc.tcache_count=0
  * the same-thread case drops by ~100%, which shows the measurement itself works.
- * Usage: rss_test [MiB] */
+ * Usage: rss [MiB] */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -128,5 +128,5 @@ int main(int argc, char **argv)
     bad += run_in_child("second thread frees", target, 1, seeds[1], maxobjs);
     if (bad)
         atomic_fetch_add(&tu_failures, bad);
-    return tu_finish("rss_test");
+    return tu_finish("rss");
 }

@@ -1,8 +1,8 @@
-/* signal_test: SIGSEGV and SIGBUS keep their meaning under slubmalloc. Its handler owns only a
+/* signal: SIGSEGV and SIGBUS keep their meaning under slubmalloc. Its handler owns only a
  * fault the kernel raised in one of its no-access areas; every other such signal must reach
  * the program as if the handler were not there.
- * Usage: signal_test preload (run under LD_PRELOAD, or plainly: the same outcomes but the
- * guard case) | signal_test dlopen (no LD_PRELOAD: the program sets its handlers, then loads
+ * Usage: signal preload (run under LD_PRELOAD, or plainly: the same outcomes but the
+ * guard case) | signal dlopen (no LD_PRELOAD: the program sets its handlers, then loads
  * SLUBMALLOC_LIB with dlopen, so the library's handler is installed after them and must
  * chain to them). Each case runs in a child, after a malloc and a free; the parent judges the
  * child by its wait status and its stderr. Before 2026-12-03 a raise(SIGSEGV) was swallowed:
@@ -350,8 +350,8 @@ int main(int argc, char **argv)
             printf("skip guard_fault, guard_fault_large (no slubmalloc in LD_PRELOAD)\n");
         }
     } else {
-        fprintf(stderr, "usage: signal_test preload|dlopen\n");
+        fprintf(stderr, "usage: signal preload|dlopen\n");
         return 2;
     }
-    return tu_finish("signal_test");
+    return tu_finish("signal");
 }
