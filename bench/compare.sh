@@ -4,9 +4,10 @@
 # run (wall time) wrapped in /usr/bin/time (peak RSS), and the program's RESULT line is kept;
 # the allocators are interleaved (rounds of one run each, in a rotating order) after a warm-up
 # round, so drift hits all alike. Fixed-duration workloads are scored by their own throughput.
-# Writes bench/results/<date>-<host>.md (median time or throughput, ratio to slubmalloc, peak
-# RSS and its ratio, the fastest allocator per workload, geometric means, environment), the
-# merged hyperfine JSON per workload and a PNG chart of the ratios, and prints the table.
+# Writes the folder bench/results/<date>-<host>-<commit>/: report.md (median time or
+# throughput, ratio to slubmalloc, peak RSS and its ratio, the fastest allocator per workload,
+# geometric means, environment), <workload>.hyperfine.json (the merged runs) and chart.png (the
+# ratios), and prints the table.
 # Its summary ends with bench/bulk's ratios: the bulk calls against a loop of single calls.
 #
 # Usage: bench/compare.sh [--quick] [--only NAME[,NAME...]] [--runs N] [--warmup N] [--no-install]
@@ -223,17 +224,19 @@ if [ "$need_inputs" = 1 ]; then
 fi
 
 # ---------------------------------------------------------------- output paths
-mkdir -p bench/results
-STAMP="$(date +%F)-$(uname -n)"
+# one folder a run: bench/results/<date>-<host>-<commit>[-quick][-only]/
+STAMP="$(date +%F)-$(uname -n)-$(git -C "$ROOT" rev-parse --short=7 HEAD 2>/dev/null || echo nogit)"
 [ "$MODE" = quick ] && STAMP+="-quick"
 [ -n "$ONLY" ] && STAMP+="-only"
-REPORT="bench/results/$STAMP.md"
+RUN_DIR="bench/results/$STAMP"
+mkdir -p "$RUN_DIR"
+REPORT="$RUN_DIR/report.md"
 RAW="$TMPD/raw.tsv"
 : >"$RAW"
 for w in "${SELECTED[@]}"; do
-	rm -f "bench/results/$STAMP-${w%%|*}.hyperfine.json"
+	rm -f "$RUN_DIR/${w%%|*}.hyperfine.json"
 done
-rm -f "$REPORT" "bench/results/$STAMP.png"
+rm -f "$REPORT" "$RUN_DIR/chart.png"
 
 env_args() { # env_args ALLOCATOR -> arguments for env(1)
 	if [ "${LIB[$1]}" = none ]; then
@@ -412,4 +415,4 @@ write_env_md "$TMPD/env.md" "$need_inputs"
 # ---------------------------------------------------------------- report
 REAL_WORKLOADS=$REAL_WORKLOADS BULK_LINE=$BULK_LINE "$PY" "$TMPD/report.py" report "$RAW" "$SPEC" "$TMPD/env.md" "$REPORT" "$STAMP" "${AVAIL[*]}" \
 	"$RUNS" "$WARMUP"
-echo "report: $REPORT, chart: bench/results/$STAMP.png ($(elapsed) total)"
+echo "report: $REPORT, chart: $RUN_DIR/chart.png ($(elapsed) total)"

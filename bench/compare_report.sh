@@ -197,7 +197,7 @@ def report(raw_path, spec_path, env_path, report_path, stamp, allocs, runs_n, wa
                 metric={spec[wl]["metric"]: [x["value"] for x in r]},
                 status=[x["status"] for x in r]))
         if results:
-            name = f"{stamp}-{wl}.hyperfine.json"
+            name = f"{wl}.hyperfine.json"
             with open(os.path.join(results_dir, name), "w") as f:
                 json.dump(dict(results=results, workload=wl, command=spec[wl]["command"],
                                score=spec[wl]["score"]), f, indent=1)
@@ -284,7 +284,7 @@ def report(raw_path, spec_path, env_path, report_path, stamp, allocs, runs_n, wa
     line3 = "targets: " + "; ".join(targets)
     line4 = os.environ.get("BULK_LINE", "bulk calls: not measured")
 
-    png_name = stamp + ".png"
+    png_name = "chart.png"
     err = chart(os.path.join(results_dir, png_name), order, summaries, allocs,
                 "slubmalloc comparison %s (median of %d runs; log scale)" % (stamp, runs_n))
 

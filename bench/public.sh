@@ -43,10 +43,10 @@
 # signal, timeout, no figure, cfrac's output unlike glibc's) is reported and left out of the
 # medians.
 #
-# Writes bench/results/public-<date>-<host>-<commit>.md (per program the median of each
-# allocator, slubmalloc's ratio to the best peer, the time programs' CPU time, the median peak
-# RSS, the geometric means, the load and the environment) and the runs as
-# public-<date>-<host>-<commit>.csv beside it. Prints the tables and, last, the line
+# Writes the folder bench/results/public-<date>-<host>-<commit>/: report.md (per program the
+# median of each allocator, slubmalloc's ratio to the best peer, the time programs' CPU time,
+# the median peak RSS, the geometric means, the load and the environment) and the runs as
+# results.csv. Prints the tables and, last, the line
 # "public: slubmalloc/best peer geomean X; above 1.00: PROGRAM RATIO (PEER), ...".
 # --only runs add -only, other --rounds/--warmup values -custom, uncommitted changes -dirty.
 set -euo pipefail
@@ -297,12 +297,12 @@ LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 UPTIME_START=$(uptime | sed 's/^ *//')
 
 # ---------------------------------------------------------------- output paths
-mkdir -p bench/results
 STAMP="public-$(date +%F)-$(uname -n)-$GIT_SHORT$DIRTY"
 [ -n "$ONLY" ] && STAMP+="-only"
 [ "$ROUNDS $WARMUP" != "5 0" ] && STAMP+="-custom"
-REPORT="bench/results/$STAMP.md"
-CSV="bench/results/$STAMP.csv"
+mkdir -p "bench/results/$STAMP" # one folder a run
+REPORT="bench/results/$STAMP/report.md"
+CSV="bench/results/$STAMP/results.csv"
 rm -f "$REPORT" "$CSV"
 echo "round,order,program,allocator,status,wall_s,user_s,sys_s,maxrss_kib,figure,stdout_md5" >"$TMPD/raw.csv"
 : >"$TMPD/loads.tsv"

@@ -119,12 +119,12 @@ locate_allocators
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---------------------------------------------------------------- runs
-mkdir -p bench/results
-STAMP="rss-$(date +%F)-$(uname -n)"
+mkdir -p bench/results/studies # a study: one file (and its chart and runs) named with the commit
+STAMP="rss-$(date +%F)-$(uname -n)-$(git -C "$ROOT" rev-parse --short=7 HEAD 2>/dev/null || echo nogit)"
 [ "$MODE" = quick ] && STAMP+="-quick"
 [ "$RUNS $MIB $IDLE $PERIOD" != "$DEFAULTS" ] && STAMP+="-custom"
-REPORT="bench/results/$STAMP.md"
-rm -f "$REPORT" "bench/results/$STAMP.png" "bench/results/$STAMP.csv"
+REPORT="bench/results/studies/$STAMP.md"
+rm -f "$REPORT" "bench/results/studies/$STAMP.png" "bench/results/studies/$STAMP.csv"
 RAW="$TMPD/raw.tsv" # allocator, run, status, csv path, RESULT line
 : >"$RAW"
 
@@ -387,6 +387,6 @@ if __name__ == "__main__":
 PYEOF
 cp "$ROOT/bench/mdtable.py" "$TMPD/"
 
-"$PY" "$TMPD/report.py" "$RAW" "$TMPD/env.md" bench/results "$STAMP" "${AVAIL[*]}" "$MIB" \
+"$PY" "$TMPD/report.py" "$RAW" "$TMPD/env.md" bench/results/studies "$STAMP" "${AVAIL[*]}" "$MIB" \
 	"$IDLE" "$TMPD"
-echo "report: $REPORT, chart: bench/results/$STAMP.png, samples: bench/results/$STAMP.csv ($(elapsed) total)"
+echo "report: $REPORT, chart: bench/results/studies/$STAMP.png, samples: bench/results/studies/$STAMP.csv ($(elapsed) total)"

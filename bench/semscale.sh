@@ -64,8 +64,9 @@ for ((r = 0; r < ROUNDS; r++)); do
 	done
 done
 
-out=bench/results/semscale-$(date +%F)-$(uname -n | cut -d. -f1).md
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+mkdir -p bench/results/studies
+out=bench/results/studies/semscale-$(date +%F)-$(uname -n | cut -d. -f1)-$commit.md
 "$PY" - "$raw" "$SECS" "$ROUNDS" >"$TMPD/table.md" <<'PYEOF'
 import statistics, sys
 raw, secs, rounds = sys.argv[1], float(sys.argv[2]), sys.argv[3]
