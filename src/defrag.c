@@ -59,7 +59,8 @@ SM_EXPORT int slub_defrag_hint(const void *p)
 	sm_ctl_bin(u.cls, &curregs, &curslabs, &nonfull);
 	if (nonfull < 2)
 		return 0;
-	uint64_t full = curslabs - nonfull, in_nonfull = curregs > full * u.nregs ? curregs - full * u.nregs : 0;
+	uint64_t full = curslabs - nonfull;
+	uint64_t in_nonfull = curregs > full * u.nregs ? curregs - full * u.nregs : 0;
 	uint64_t used = u.nregs - u.nfree;
 	return 8 * used * nonfull <= 9 * in_nonfull;
 }

@@ -71,7 +71,8 @@ static unsigned narenas(void)
 bool sm_ctl_arena_exists(unsigned a)
 {
 	return a == 0 ||
-	       (a < narenas() && !(__atomic_load_n(&arena_gone[a / 64], __ATOMIC_RELAXED) >> (a % 64) & 1));
+	       (a < narenas() &&
+		!(__atomic_load_n(&arena_gone[a / 64], __ATOMIC_RELAXED) >> (a % 64) & 1));
 }
 
 /* An arena index of a name: one that exists, or all of them (ARENAS_ALL, or narenas as
