@@ -200,7 +200,7 @@ static const struct cache *row_cache(unsigned r, struct cache *copy)
 }
 
 /* The census behind slub_stats_get and the printed table: the totals, and up to max rows.
- * bytes_resident only when resident is set: its mincore over every mapping costs 7 times the
+ * bytes_resident only when resident is set: its mincore over every mapping costs 6 times the
  * rest. glibc's calls have no field for it and leave it 0. */
 static size_t collect(struct census *k, struct slub_stats *t, struct slub_cache_stats *rows,
 		      size_t max, bool resident)
