@@ -143,8 +143,8 @@ void sm_free_slow(void *p, unsigned form)
 			tc = sm_thread_start();
 		/* the fastpath's push (fastpath.h), to the stack it picks, with that stack's own
 		 * room: with SLUBMALLOC_STATS=1 the slabs send every free here (slab.c) */
-		bool remote = slab_other(tc, s); /* (free_stack_in's choice) */
-		struct stack *b = remote ? &tc->remote_stack[s->cls] : &tc->free_stack[s->cls];
+		struct stack *b = free_stack_in(tc, s);
+		bool remote = slab_other(tc, s);
 		if ((s->cls < NCLASS && b->top != b->slots && b->top[-1] == p) ||
 		    (free_key_is_set(p) && sm_free_listed(tc, s, p)))
 			sm_fatal_in("double free", p, s->cache);

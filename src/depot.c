@@ -30,7 +30,7 @@ static uint32_t depot_cap(unsigned cls)
 bool sm_depot_put(unsigned cls, void **v, uint32_t n)
 {
 	struct depot *d = &depots[cls];
-	if (sm_g.caches[cls].size < 64 || __atomic_load_n(&d->n, __ATOMIC_RELAXED) + n > depot_cap(cls))
+	if (sm_g.caches[cls].size < SUBLINE || __atomic_load_n(&d->n, __ATOMIC_RELAXED) + n > depot_cap(cls))
 		return false;
 	sm_lock(&d->lock);
 	bool ok = d->n + n <= depot_cap(cls);

@@ -15,8 +15,9 @@
  *                 counted down to the class's next sample -> sm_prof_direct_due (sample.c)
  *   free(p)    -> sm_free_fast: region byte, page descriptor, object check, free key
  *                 (internal.h). Then push p on the free stack of the slab's class. The stack
- *                 is the thread pointer + slab->free_stack_off; the remote stack instead for
- *                 an object below a cache line of a slab another thread froze last
+ *                 is the thread pointer + slab->free_stack_off, less REMOTE_OFF where the
+ *                 slab's subline_owner is this thread (a conditional move): below a cache
+ *                 line, a slab another thread froze last sends p to the remote stack
  *                 (free_stack_in).
  *                 -> not ours, key set, stack full, thread not set up: sm_free_slow
  *                      -> sm_flush (tcache.c): swap with an empty stack, grow, or send the

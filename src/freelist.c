@@ -44,7 +44,8 @@
  *   at creation and cleared first at release (struct slab).
  *   Line 0's subline_owner (every page) is written by the thread that freezes the slab. Any
  *   thread reads it with relaxed atomics: free() picks its stack by it (free_stack_in). A
- *   stale value only keeps an object or sends it to the remote stack.
+ *   stale value only keeps an object or sends it to the remote stack. Larger objects' slabs
+ *   keep 0, no thread's id.
  *   sm_second_thread: relaxed atomics, set once by the second thread's setup.
  *   Line 1, past the word: carved by the freezing owner; frozen_by (head) by the freezing
  *   thread, read relaxed. A stale frozen_by only picks the depot or the slab.

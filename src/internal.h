@@ -241,24 +241,29 @@ extern const struct tcache sm_tc_new, sm_tc_dead;
 #define REMOTE_OFF \
 	((int64_t)(offsetof(struct tcache, remote_stack) - offsetof(struct tcache, free_stack)))
 
-/* 1 when s holds objects smaller than a cache line and a thread other than tc froze it last
- * (subline_owner), else 0. Without a branch: a program frees objects of both kinds in any
- * order, and a branch here mispredicts. */
-static inline uint64_t slab_other(const struct tcache *tc, const struct slab *s)
-{
-	uint16_t owner = __atomic_load_n(&s->subline_owner, __ATOMIC_RELAXED);
-	return (uint64_t)((owner != 0) & (owner != tc->id));
-}
+/* Objects below this size share cache lines: free() keeps another thread's apart (below). */
+#define SUBLINE 64
 
-/* free()'s stack for an object of s in thread tc: free_stack[s->cls], or remote_stack[s->cls]
- * for another thread's slab (slab_other), so that tc never reuses an object next to ones that
- * thread writes. With SLUBMALLOC_STATS=1 the slabs point at free_stack[NCLASS], and so
+/* free()'s stack for an object of s in thread tc, so that tc never reuses an object next to
+ * ones another thread writes. A slab of objects smaller than a line (SUBLINE) points free()
+ * at remote_stack[s->cls]; the thread that froze it last (subline_owner == tc->id) takes
+ * REMOTE_OFF off, to its free_stack[s->cls]. A slab of larger objects points at free_stack and
+ * has subline_owner 0, which is no thread's id (thread.c; sm_tc_new's and sm_tc_dead's stacks
+ * have no room). Without a branch: a program frees objects of both kinds in any order, and a
+ * branch here mispredicts. With SLUBMALLOC_STATS=1 the slabs point at free_stack[NCLASS] or
  * remote_stack[NCLASS]: both have no room, and every free takes its counted slow path
  * (slab.c). */
 static inline struct stack *free_stack_in(const struct tcache *tc, const struct slab *s)
 {
-	return (struct stack *)(void *)((char *)tc + s->free_stack_off +
-					(-slab_other(tc, s) & REMOTE_OFF));
+	uint16_t owner = __atomic_load_n(&s->subline_owner, __ATOMIC_RELAXED);
+	uintptr_t at = (uintptr_t)tc + (uintptr_t)s->free_stack_off;
+	return (struct stack *)select_eq16(owner, &tc->id, at - REMOTE_OFF, at);
+}
+
+/* Whether free_stack_in gives tc its remote stack for s. */
+static inline bool slab_other(const struct tcache *tc, const struct slab *s)
+{
+	return (char *)free_stack_in(tc, s) >= (const char *)tc->remote_stack;
 }
 
 static inline struct stack *free_stack_of(const struct slab *s)

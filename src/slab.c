@@ -72,10 +72,11 @@ struct slab *sm_slab_new(struct cache *c)
 	s->objects = c->objects;
 	s->bad_q_bits = ~below | ((1ULL << c->shift) - 1);
 	s->cls = (uint8_t)c->cls;
-	/* free()'s stack: free_stack; with SLUBMALLOC_STATS=1 free_stack[NCLASS], which has no
-	 * room (nor has remote_stack[NCLASS]), so every free takes the slow path, where it is
-	 * counted; malloc's fastpath stays */
-	s->free_stack_off = (int64_t)offsetof(struct tcache, free_stack[sm_opt.stats ? NCLASS : c->cls]);
+	/* free()'s stack (free_stack_in): the remote stack below a line, else the free stack;
+	 * with SLUBMALLOC_STATS=1 that of NCLASS, which has no room, so every free takes the slow
+	 * path, where it is counted; malloc's fastpath stays */
+	s->free_stack_off = (int64_t)offsetof(struct tcache, free_stack[sm_opt.stats ? NCLASS : c->cls]) +
+			    (c->size < SUBLINE ? REMOTE_OFF : 0);
 	s->carved = 0;
 	for (unsigned i = 1; i < s->pages; i++) { /* the read-only fields, for page_desc() */
 		s[i].cache = c;

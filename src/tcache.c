@@ -149,7 +149,7 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct source *source, void **
 		if (!s && !(s = sm_slab_new(c)))
 			return 0;
 		for (unsigned i = 0; i < s->pages; i++)
-			__atomic_store_n(&s[i].subline_owner, (uint16_t)(c->size < 64 ? owner : 0), __ATOMIC_RELAXED);
+			__atomic_store_n(&s[i].subline_owner, (uint16_t)(c->size < SUBLINE ? owner : 0), __ATOMIC_RELAXED);
 		__atomic_store_n(&s->frozen_by, owner, __ATOMIC_RELAXED);
 		source->active = s;
 	}
@@ -381,7 +381,7 @@ static bool burst_stacks(struct tcache *tc, unsigned cls)
 #define OTHERS_CHUNK 512
 static void others_back(unsigned cls, void **o, uint32_t k)
 {
-	if (sm_g.caches[cls].size < 64 || !sm_depot_put(cls, o, k))
+	if (sm_g.caches[cls].size < SUBLINE || !sm_depot_put(cls, o, k))
 		sm_free_array(o, k);
 }
 

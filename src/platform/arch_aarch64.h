@@ -1,5 +1,5 @@
-/* arch_aarch64.h: the processor layer on aarch64: the 16-byte compare-and-swap, the spin hint
- * and the CPU features. Nothing here calls the OS.
+/* arch_aarch64.h: the processor layer on aarch64: the 16-byte compare-and-swap, the spin hint,
+ * a conditional select and the CPU features. Nothing here calls the OS.
  * The 16-byte CAS is LSE's caspal where the CPU has it (ARMv8.1 and later), and an
  * ldaxp/stlxp loop otherwise; the choice is made once, at init, from HWCAP_ATOMICS
  * (sm_cpu_lse, set by os.c), so an ARMv8.0 CPU never meets an instruction it lacks. Neither
@@ -73,6 +73,17 @@ static inline bool cas16(dword_t *w, dword_t *old, dword_t new)
 static inline void cpu_relax(void)
 {
 	__asm__ __volatile__("yield" ::: "memory");
+}
+
+/* if_eq when a == *b, else if_ne: a conditional select, never a branch. */
+static inline uintptr_t select_eq16(uint16_t a, const uint16_t *b, uintptr_t if_eq, uintptr_t if_ne)
+{
+	uint32_t bv = *b;
+	__asm__("cmp %w[a], %w[b]\n\tcsel %[r], %[eq], %[r], eq"
+		: [r] "+r"(if_ne)
+		: [eq] "r"(if_eq), [a] "r"((uint32_t)a), [b] "r"(bv)
+		: "cc");
+	return if_ne;
 }
 
 /* AVX2 is x86's: the bulk calls keep their scalar checks here. */

@@ -1,5 +1,5 @@
 /* arch_x86_64.h: the processor layer: the 16-byte compare-and-swap (lock cmpxchg16b), pause,
- * the TSC, the AVX2 check, and branch hints. Nothing here calls the OS.
+ * the TSC, the AVX2 check, a conditional move, and branch hints. Nothing here calls the OS.
  * Invariant: a word given to cas16() is 16-byte aligned (else the CPU raises #GP). */
 #ifndef SM_ARCH_X86_64_H
 #define SM_ARCH_X86_64_H
@@ -29,6 +29,16 @@ static inline bool cas16(dword_t *w, dword_t *old, dword_t new)
 static inline void cpu_relax(void)
 {
 	__asm__ __volatile__("pause" ::: "memory");
+}
+
+/* if_eq when a == *b, else if_ne: a conditional move, never a branch. */
+static inline uintptr_t select_eq16(uint16_t a, const uint16_t *b, uintptr_t if_eq, uintptr_t if_ne)
+{
+	__asm__("cmpw %[b], %w[a]\n\tcmove %[eq], %[r]"
+		: [r] "+r"(if_ne)
+		: [eq] "r"(if_eq), [b] "m"(*b), [a] "r"(a)
+		: "cc");
+	return if_ne;
 }
 
 /* Whether AVX2 may be used: the CPU has it (CPUID leaf 7) and the OS saves the YMM state
