@@ -92,7 +92,11 @@ static __attribute__((noinline, target("avx2"))) size_t copy_ptrs_avx2(void **ds
  * them first (sm_zone_settle) and gives the stack its lim back.
  * malloc pops them as any object. malloc_bulk pops them and clears no key.
  * So a malloc_bulk/free_bulk round trip writes no object.
- * A thread has one zone. A run for another stack, a held one or a typed cache's is keyed at once.
+ * A thread has one zone, on a free stack. A run for another stack, a held one or a typed
+ * cache's is keyed at once.
+ * Below a cache line, the zone also closes the class's remote stack (lim = top; zone_rlim keeps
+ * its lim): once another thread freezes a zone object's slab, free() picks that stack for it,
+ * and must find no room there either.
  * Every slow path that reads a stack's lim or moves its objects settles the zone first. */
 static inline void set_keys(void **v, void **end)
 {
@@ -105,6 +109,10 @@ void sm_zone_settle(struct tcache *tc)
 	struct stack *b = tc->zone;
 	set_keys(b->lim, b->top);
 	b->lim = tc->zone_lim;
+	if (tc->zone_rlim) {
+		((struct stack *)(void *)((char *)b + REMOTE_OFF))->lim = tc->zone_rlim;
+		tc->zone_rlim = NULL;
+	}
 	tc->zone = NULL;
 }
 
@@ -115,9 +123,7 @@ static inline void **run_lim(const struct tcache *tc, const struct stack *b)
 }
 
 /* A run of slab d's objects now lies at [dst, b->top) of b: the zone covers it, or it gets its
- * keys (a typed cache's stacks keep none). Objects below a cache line get them at once: once
- * another thread freezes their slab, free() picks the other stack for them (free_stack_in),
- * whose room the zone does not close. */
+ * keys (a typed cache's stacks keep none). */
 static inline void run_pushed(struct tcache *tc, struct stack *b, void **dst,
 			      const struct slab *d, const struct cache *typed)
 {
@@ -126,12 +132,16 @@ static inline void run_pushed(struct tcache *tc, struct stack *b, void **dst,
 	if (b == tc->zone) {
 		if (b->lim > dst) /* malloc emptied the zone, and free() pushed keyed objects */
 			b->lim = dst;
-	} else if (!tc->zone && stack_floor_raw(b) == b->slots &&
-		   !__atomic_load_n(&d->subline_owner, __ATOMIC_RELAXED)) {
-		/* (not held, not poked) */
+	} else if (!tc->zone && stack_floor_raw(b) == b->slots && b < tc->remote_stack) {
+		/* (a free stack, not held, not poked) */
 		tc->zone = b;
 		tc->zone_lim = b->lim;
 		b->lim = dst;
+		if (d->size < SUBLINE) {
+			struct stack *r = (struct stack *)(void *)((char *)b + REMOTE_OFF);
+			tc->zone_rlim = r->lim;
+			r->lim = r->top;
+		}
 	} else {
 		set_keys(dst, b->top);
 	}

@@ -222,6 +222,7 @@ struct tcache {
 	 * carry no free key, NULL when none; zone_lim is that stack's real lim. */
 	struct stack *zone;
 	void **zone_lim;
+	void **zone_rlim; /* below a line: the class's remote stack's real lim, else NULL */
 };
 
 /* The thread-local state is two words of initial-exec TLS, so that a copy loaded by dlopen

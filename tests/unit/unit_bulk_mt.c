@@ -298,7 +298,8 @@ static void case_small_not_reused(void)
  * 48-byte objects is free_bulk'ed, then another thread freezes their slab, so free() picks the
  * remote stack for them (free_stack_in). A free() of one of them is still a double free. Before
  * the fix the zone covered the run on the free stack, the remote stack had room, and the free
- * went through unreported: two stacks held the object. */
+ * went through unreported: two stacks held the object. The zone now closes the remote stack
+ * too (bulk.c); without that this case fails. */
 enum { ZM_SIZE = 48, ZM_N = 3000 };
 static void *zm_v[ZM_N], *zm_got;
 static sem_t zm_go, zm_done;
