@@ -1,6 +1,6 @@
 /* jemalloc.c: jemalloc 5's non-standard names, each a one-line call into the engine
- * (src/jemalloc.c, src/mallctl.c). A program linked with libjemalloc binds them here when
- * libslubmalloc.so is preloaded, so its memory is all slubmalloc's. */
+ * (src/jemalloc/jemalloc.c, src/jemalloc/mallctl.c). A program linked with libjemalloc binds
+ * them here when libslubmalloc.so is preloaded, so its memory is all slubmalloc's. */
 #include <stddef.h>
 
 #include "fastpath.h"

@@ -685,7 +685,7 @@ void *sm_zero_alloc(void);                 /* NULL: none left (or no range) */
 bool sm_zero_has(const void *p);           /* p is in their range */
 void sm_zero_free(void *p);                /* p in the range: reports a double or bad free */
 
-#include "sample.h"
+#include "diag/diag.h"
 
 /* "report.c": the rest is in report.h */
 SM_NORETURN void sm_fatal_in(const char *what, const void *p, const struct cache *c);

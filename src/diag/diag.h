@@ -1,8 +1,8 @@
-/* sample.h: the sampled and reported parts of the engine: SLUBMALLOC_KFENCE, the heap
+/* diag.h: the sampled and reported parts of the engine: SLUBMALLOC_KFENCE, the heap
  * profiler (SLUBMALLOC_PROF), the stacks they record, and the reports of faults. Included by
  * internal.h, after the types. */
-#ifndef SM_SAMPLE_H
-#define SM_SAMPLE_H
+#ifndef SM_DIAG_H
+#define SM_DIAG_H
 
 #pragma GCC visibility push(hidden)
 
