@@ -1,7 +1,10 @@
-/* options.h: the run-time options (options.c), the debug flags and the call forms. Included
- * by internal.h, after the types. */
+/* options.h: the run-time options (options.c), the debug flags and the call forms.
+ * Invariant: sm_opt is written only at init, before the engine is ready. */
 #ifndef SM_OPTIONS_H
 #define SM_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
 
 #pragma GCC visibility push(hidden)
 
@@ -38,6 +41,10 @@ struct sm_options {
 	char stats_file[256];     /* SLUBMALLOC_STATS_FILE; empty: stderr */
 };
 extern struct sm_options sm_opt;
+
+void sm_options_read(void);                /* init only: the environment -> sm_opt */
+bool sm_options_debugs(const char *name);  /* is this cache in SLUBMALLOC_DEBUG's list? */
+void sm_options_print(void);               /* SLUBMALLOC_VERBOSE=1 */
 
 #pragma GCC visibility pop
 

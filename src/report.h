@@ -7,6 +7,8 @@
 
 #include "platform.h"
 
+struct cache; /* the engine's (types.h): sm_fatal_in names it */
+
 #pragma GCC visibility push(hidden)
 void sm_write(int fd, const char *s);   /* errno kept */
 void sm_write_num(int fd, uint64_t v, int base);
@@ -16,6 +18,8 @@ void sm_write_hex(int fd, uint64_t v);  /* "0x..." */
 SM_NORETURN void sm_fatal(const char *what, const void *p, const char *detail);
 /* a stack of n return addresses, one line a frame (kfence.c's and debug.c's reports) */
 void sm_write_stack(const char *what, uint32_t tid, void *const *bt, int n);
+/* the same as sm_fatal, with "in cache NAME" for detail */
+SM_NORETURN void sm_fatal_in(const char *what, const void *p, const struct cache *c);
 #pragma GCC visibility pop
 
 #endif

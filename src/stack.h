@@ -1,5 +1,5 @@
-/* stack.h: a thread stack of object pointers (struct stack) and its operations: the pieces
- * of a thread's object cache that the fastpaths and tcache.c share. Included by internal.h.
+/* stack.h: the operations on a thread stack of object pointers (struct stack, types.h): the
+ * pieces of a thread's object cache that the fastpaths and tcache.c share.
  * Invariants: slots <= floor <= lim and slots <= top <= lim, with floor read through
  * stack_floor. A free stack's floor is slots or lim; an allocation stack's is slots, or
  * (SLUBMALLOC_KFENCE) just above its next sample.
@@ -12,28 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* A thread's object cache of one class ("kmem_cache_cpu", shaped as the kernel's sheaves) is two
- * stacks of object pointers, each a struct stack.
- * free pushes *top++ of the free stack (tcache.free_stack).
- * malloc pops *--top of the free stack first, unless it is held: the object freed last comes
- * back first, while its lines are likely still cached.
- * Else malloc pops the allocation stack (tcache.alloc_stack). It holds what a refill brought
- * and what a swap moved over.
- * malloc that finds the allocation stack empty while the free stack is held swaps the two
- * first (stack_swap).
- * free that finds its stack full swaps them when malloc's is empty, else sends the older half
- * back. A remote stack (tcache.remote_stack) goes back whole.
- * Pointers, not a count: the fastpaths compare and store without scaling an index. */
-struct stack {
-	void **top;      /* objects are slots[0, top - slots) */
-	void **lim;      /* slots + capacity: free's fastpath pushes while top < lim; equal to
-			  * slots (no room) until the thread is set up, and again after it exits */
-	void **slots;    /* slots[-1] is a NULL guard (the double-free check reads it) */
-	void **floor;    /* malloc's fastpath pops while top > floor. A free stack's is slots, or
-			  * lim while the stack is held (stack_held: the thread is armed for
-			  * sampling, sample.c). An allocation stack's is slots, or raised
-			  * to stop at a sample (kfence.c). Poked: FLOOR_POKED set as well */
-};
+#include "platform.h"
+#include "types.h"
 
 /* A poked floor is above every address, so that malloc's fastpath stops at it and calls
  * sm_alloc_swap, which drains the thread's cache (sm_trim_self). */

@@ -1,7 +1,15 @@
 /* stats.h: the event counters of SLUBMALLOC_STATS=1 and glibc's statistics calls (stats.c).
- * Included by internal.h, after the types. */
+ * Invariant: a live thread's counters are written by that thread alone. */
 #ifndef SM_STATS_H
 #define SM_STATS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "options.h"
+#include "platform.h"
+#include "types.h"
 
 #pragma GCC visibility push(hidden)
 
@@ -52,8 +60,6 @@ int sm_malloc_info(int options, FILE *fp);     /* glibc's malloc_info (XML) */
 int sm_mallopt(int param, int value);          /* accepted, no effect */
 struct mallinfo2 sm_mallinfo2(void);
 struct mallinfo sm_mallinfo(void);
-extern uint64_t sm_stat_large;                 /* large allocations made (large lock) */
-extern uint64_t sm_stat_large_req;             /* bytes asked for by them (SLUBMALLOC_STATS) */
 extern uint64_t sm_trim_gen;                   /* malloc_trim calls so far (trim.c) */
 
 #pragma GCC visibility pop

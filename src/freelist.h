@@ -1,0 +1,83 @@
+/* freelist.h: the slabs' shared words and the partial lists (freelist.c, where the concurrency
+ * rules and the lock order live), and the links in free objects: each free pointer is stored
+ * encoded, and checked when it is followed. */
+#ifndef SM_FREELIST_H
+#define SM_FREELIST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "engine.h"
+#include "platform.h"
+#include "types.h"
+
+#pragma GCC visibility push(hidden)
+
+void sm_free_to_slab(struct slab *s, void *obj);  /* one object, any thread, no thread cache */
+void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n);
+void *sm_slab_take_all(struct slab *s, uint32_t *n); /* owner of frozen s; NULL if none */
+bool sm_slab_unfreeze_full(struct slab *s);        /* false: a free got in first */
+struct slab *sm_slab_freeze_partial(struct cache *c, void **head, uint32_t *n);
+struct slab *sm_slab_freeze_fullest(struct cache *c, void **head, uint32_t *n); /* a mover's */
+void sm_slab_unfreeze(struct slab *s);             /* the owner's active slab, at exit */
+void sm_cache_shrink(struct cache *c);            /* free its empty slabs now */
+void sm_caches_lock_all(void);
+void sm_caches_unlock_all(bool reinit);
+
+/* ---- free pointer encoding (CONFIG_SLAB_FREELIST_HARDENED): ptr ^ secret ^ swab(&slot) ---- */
+/* The free pointer of obj lives at obj + off: 0, or past the body for caches with a ctor. */
+static inline void fp_set(void *obj, void *next, uint32_t off)
+{
+	uintptr_t slot = (uintptr_t)obj + off;
+	*(uintptr_t *)slot = (uintptr_t)next ^ sm_g.secret ^ __builtin_bswap64(slot);
+}
+static inline void *fp_get(void *obj, uint32_t off)
+{
+	uintptr_t slot = (uintptr_t)obj + off;
+	return (void *)(*(uintptr_t *)slot ^ sm_g.secret ^ __builtin_bswap64(slot));
+}
+
+/* ---- freelist links ----
+ * A free pointer read from an object of slab s must be NULL or an object of s. Anything else
+ * is a corrupted link (a write after free), reported before it is followed. */
+SM_COLD SM_NORETURN void sm_bad_link(const struct slab *s, uintptr_t obj);
+/* Whether next is neither NULL nor an object of the slab whose start, span (objects * size),
+ * inverse and bad_q_bits these are (inside the span, is_object's one test is exact). */
+static inline bool link_bad(uintptr_t next, uintptr_t start, uint64_t span, uint64_t inverse,
+			    uint64_t bad_q_bits)
+{
+	return next && (next - start >= span || ((next - start) * inverse) & bad_q_bits);
+}
+/* Group records (freelist.c): a push cuts its chain into groups of a head and up to rec_room
+ * objects that follow it. The head's word 2 is where the chain goes on after them, with their
+ * count in its low 4 bits (0: no record); words 3.. are their addresses. Encoded as links are,
+ * each at its own word. Size classes of 32 bytes and more. */
+#define REC_MAX 8u
+static inline uint32_t rec_room(const struct cache *c)
+{
+	uint32_t words = c->size / 8;
+	if (c->cls >= NCLASS || c->debug || c->fpoff || words < 4)
+		return 0;
+	return words - 3 < REC_MAX ? words - 3 : REC_MAX;
+}
+static inline void rec_put(uintptr_t obj, unsigned word, uintptr_t v)
+{
+	fp_set((void *)obj, (void *)v, word * (uint32_t)sizeof(uintptr_t));
+}
+static inline uintptr_t rec_get(uintptr_t obj, unsigned word)
+{
+	return (uintptr_t)fp_get((void *)obj, word * (uint32_t)sizeof(uintptr_t));
+}
+static inline void *checked_next(struct slab *s, void *obj, uint32_t fpoff)
+{
+	uintptr_t next = (uintptr_t)fp_get(obj, fpoff);
+	if (unlikely(link_bad(next, (uintptr_t)s->start, (uint64_t)s->objects * s->size, s->inverse,
+			      s->bad_q_bits)))
+		sm_bad_link(s, (uintptr_t)obj);
+	return (void *)next;
+}
+
+#pragma GCC visibility pop
+
+#endif
