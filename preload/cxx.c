@@ -7,8 +7,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "diag/diag.h"
 #include "fastpath.h"
-#include "internal.h"
+#include "options.h"
+#include "platform.h"
+#include "types.h"
 
 #define NEW(name, sym, args, call)                              \
 	SM_EXPORT void *name args __asm__(sym);                 \

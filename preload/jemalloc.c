@@ -3,8 +3,10 @@
  * them here when libslubmalloc.so is preloaded, so its memory is all slubmalloc's. */
 #include <stddef.h>
 
+#include "alloc.h"
 #include "fastpath.h"
-#include "internal.h"
+#include "jemalloc/compat.h"
+#include "platform.h"
 
 SM_EXPORT void *mallocx(size_t size, int flags)
 {

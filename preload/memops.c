@@ -6,7 +6,9 @@
 #include <stddef.h>
 #include <wchar.h>
 
-#include "internal.h"
+#include "diag/diag.h"
+#include "options.h"
+#include "platform.h"
 
 /* glibc's own functions under names these do not define, each as fast as the one it stands
  * for: __mempcpy is memcpy returning the end, bcopy is memmove with its arguments swapped,

@@ -6,8 +6,15 @@
 
 #include "slubmalloc.h"
 
+#include "alloc.h"
+#include "bulk.h"
+#include "diag/diag.h"
 #include "fastpath.h"
-#include "internal.h"
+#include "options.h"
+#include "platform.h"
+#include "stats.h"
+#include "trim.h"
+#include "types.h"
 
 SM_EXPORT SM_FASTPATH_TEXT(4096) void *malloc(size_t size)
 {

@@ -7,8 +7,29 @@
 #include <errno.h>
 #include <string.h>
 
+#include "alloc.h"
+#include "background.h"
+#include "bulk.h"
+#include "config.h"
+#include "diag/diag.h"
+#include "engine.h"
 #include "fastpath.h"
-#include "internal.h"
+#include "freelist.h"
+#include "harden.h"
+#include "large.h"
+#include "options.h"
+#include "platform.h"
+#include "region.h"
+#include "report.h"
+#include "sizeclass.h"
+#include "slab.h"
+#include "stack.h"
+#include "stats.h"
+#include "tcache.h"
+#include "thread.h"
+#include "trim.h"
+#include "types.h"
+#include "zero.h"
 
 /* An object of class cls for a request of req bytes; caller: the return address of the
  * public entry point (debug caches record it). */

@@ -25,7 +25,17 @@
  * glibc ends the process when its last thread ends, and it counts this thread. So each
  * thread's exit wakes it (sm_bg_thread_left), and when it is the process's last thread it
  * ends the process as glibc would, with exit(0). */
-#include "internal.h"
+#include "background.h"
+#include "config.h"
+#include "diag/diag.h"
+#include "large.h"
+#include "options.h"
+#include "platform.h"
+#include "region.h"
+#include "report.h"
+#include "trim.h"
+#include "typed.h"
+#include "types.h"
 
 enum { BG_OFF, BG_STARTING, BG_FAILED, BG_ARMED, BG_IDLE };
 static int bg_state;

@@ -26,8 +26,22 @@
 #define SM_HAVE_AVX2 0 /* (elsewhere sm_vec_min stays SIZE_MAX: the scalar paths only) */
 #endif
 
+#include "alloc.h"
+#include "bulk.h"
+#include "config.h"
+#include "diag/diag.h"
+#include "engine.h"
 #include "fastpath.h"
-#include "internal.h"
+#include "harden.h"
+#include "options.h"
+#include "platform.h"
+#include "region.h"
+#include "sizeclass.h"
+#include "slab.h"
+#include "stack.h"
+#include "tcache.h"
+#include "thread.h"
+#include "types.h"
 #include "slubmalloc.h"
 
 static size_t bulk_fail(size_t got, void **ptrs)
@@ -84,7 +98,7 @@ static __attribute__((noinline, target("avx2"))) size_t copy_ptrs_avx2(void **ds
 
 /* ---- the unkeyed zone ----
  * Every object on a thread's stacks carries the free key, so that free() finds a double free
- * (internal.h). A run that free_bulk pushes need not carry it yet.
+ * (harden.h). A run that free_bulk pushes need not carry it yet.
  * The run's free stack gets a lower lim: the run's start. The thread records that stack
  * (tcache.zone) and its real lim (zone_lim).
  * Objects at lim and above carry no key. Objects below it do.
@@ -147,7 +161,7 @@ static inline void run_pushed(struct tcache *tc, struct stack *b, void **dst,
 	}
 }
 
-/* The objects handed out lose their free key (internal.h), as malloc's do. */
+/* The objects handed out lose their free key (harden.h), as malloc's do. */
 static inline size_t clear_keys(void *const *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)

@@ -11,7 +11,12 @@
  * cache lock, never after. */
 #include <string.h>
 
-#include "internal.h"
+#include "config.h"
+#include "depot.h"
+#include "engine.h"
+#include "lock.h"
+#include "tcache.h"
+#include "types.h"
 
 struct depot {
 	sm_lock_t lock;

@@ -8,7 +8,23 @@
  * find it set (acquire) see it whole. */
 #include <string.h>
 
-#include "internal.h"
+#include "background.h"
+#include "config.h"
+#include "diag/diag.h"
+#include "engine.h"
+#include "fork.h"
+#include "large.h"
+#include "lock.h"
+#include "options.h"
+#include "platform.h"
+#include "region.h"
+#include "report.h"
+#include "sizeclass.h"
+#include "slab.h"
+#include "stats.h"
+#include "thread.h"
+#include "types.h"
+#include "zero.h"
 
 struct sm_global sm_g;
 size_t sm_vec_min = SIZE_MAX;

@@ -13,12 +13,12 @@
  *                         new slab.
  *   malloc(n) with SLUBMALLOC_PROF=1 (patched) -> sm_alloc_prof_form: the same pops, each
  *                 counted down to the class's next sample -> sm_prof_direct_due (sample.c)
- *   free(p)    -> sm_free_fast: region byte, page descriptor, object check, free key
- *                 (internal.h). Then push p on the free stack of the slab's class. The stack
- *                 is the thread pointer + slab->free_stack_off, less REMOTE_OFF where the
- *                 slab's subline_owner is this thread (a conditional move): below a cache
- *                 line, a slab another thread froze last sends p to the remote stack
- *                 (free_stack_in).
+ *   free(p)    -> sm_free_fast: region byte, page descriptor (region.h), object check
+ *                 (slab.h), free key (harden.h). Then push p on the free stack of the slab's
+ *                 class. The stack is the thread pointer + slab->free_stack_off, less
+ *                 REMOTE_OFF where the slab's subline_owner is this thread (a conditional
+ *                 move): below a cache line, a slab another thread froze last sends p to the
+ *                 remote stack (free_stack_in, tcache.h).
  *                 -> not ours, key set, stack full, thread not set up: sm_free_slow
  *                      -> sm_flush (tcache.c): swap with an empty stack, grow, or send the
  *                         older half back (sm_free_array, one cas16 per slab); a full
@@ -33,7 +33,18 @@
 #ifndef SM_FASTPATH_H
 #define SM_FASTPATH_H
 
-#include "internal.h"
+#include "alloc.h"
+#include "config.h"
+#include "diag/diag.h"
+#include "harden.h"
+#include "options.h"
+#include "platform.h"
+#include "region.h"
+#include "sizeclass.h"
+#include "slab.h"
+#include "stack.h"
+#include "tcache.h"
+#include "types.h"
 
 /* malloc's fastpath for a call of form (enum form; sm_alloc_fast: FORM_C). */
 static inline void *sm_alloc_fast_form(size_t size, unsigned form)

@@ -11,7 +11,16 @@
 #include <pthread.h>
 #include <sys/single_threaded.h>
 
-#include "internal.h"
+#include "background.h"
+#include "diag/diag.h"
+#include "fork.h"
+#include "freelist.h"
+#include "jemalloc/compat.h"
+#include "large.h"
+#include "region.h"
+#include "stats.h"
+#include "thread.h"
+#include "typed.h"
 #include "percpu_internal.h"
 
 /* glibc's stdio list lock (recursive), exported by libc.so.6; weak: absent elsewhere. fork

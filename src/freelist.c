@@ -88,7 +88,18 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "config.h"
+#include "depot.h"
+#include "engine.h"
+#include "freelist.h"
+#include "lock.h"
+#include "options.h"
+#include "platform.h"
+#include "region.h"
+#include "report.h"
+#include "stats.h"
+#include "typed.h"
+#include "types.h"
 
 void sm_lock_slow(sm_lock_t *l)
 {

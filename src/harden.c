@@ -1,4 +1,4 @@
-/* harden.c: the default mode's double-free check, behind the free key (internal.h).
+/* harden.c: the default mode's double-free check, behind the free key (harden.h).
  * A free that finds the key in word 1 asks here whether the object is free already. It looks on
  * the calling thread's three stacks of the class, on its spill chain, and on the slab's shared
  * freelist.
@@ -7,7 +7,11 @@
  * It must not crash on a freelist that other threads change meanwhile. Each link is checked to
  * be an object of the slab before it is followed. The walk stops after as many links as the
  * slab has objects. */
-#include "internal.h"
+#include "config.h"
+#include "freelist.h"
+#include "harden.h"
+#include "slab.h"
+#include "types.h"
 
 static bool in_stack(const struct stack *b, const void *p)
 {

@@ -37,7 +37,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "background.h"
+#include "config.h"
+#include "diag/diag.h"
+#include "engine.h"
+#include "large.h"
+#include "lock.h"
+#include "options.h"
+#include "platform.h"
+#include "report.h"
+#include "types.h"
 
 struct lentry {
 	uintptr_t key;  /* address handed out; 0 = empty slot */

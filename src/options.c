@@ -6,7 +6,10 @@
  * A bad value leaves the default in place and writes one warning line to stderr. */
 #include <string.h>
 
-#include "internal.h"
+#include "config.h"
+#include "engine.h"
+#include "options.h"
+#include "report.h"
 
 struct sm_options sm_opt = {
 	.purge_delay_ns = PURGE_DELAY_MS_DEFAULT * 1000000ULL,

@@ -28,7 +28,13 @@
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "background.h"
+#include "config.h"
+#include "lock.h"
+#include "options.h"
+#include "platform.h"
+#include "region.h"
+#include "types.h"
 
 static sm_lock_t page_lock;
 static struct region *regions;      /* all regions, newest first */

@@ -8,7 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "platform.h"
+#include "report.h"
+#include "types.h"
 
 void sm_write(int fd, const char *s)
 {

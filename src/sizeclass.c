@@ -8,7 +8,9 @@
  * is empty until the slow path has set the thread up and run init.
  * With SLUBMALLOC_STATS=1 it points at alloc_stack[NCLASS], which is always empty. Every malloc
  * then takes the slow path, where it is counted. The fastpath's code is the same either way. */
-#include "internal.h"
+#include "config.h"
+#include "sizeclass.h"
+#include "types.h"
 
 uint16_t sm_stack_at[CLASS_INDEX_MAX];
 

@@ -12,7 +12,14 @@
  * freelist (sm_fill, tcache.c). */
 #include <string.h>
 
-#include "internal.h"
+#include "config.h"
+#include "diag/diag.h"
+#include "options.h"
+#include "region.h"
+#include "slab.h"
+#include "stats.h"
+#include "tcache.h"
+#include "types.h"
 
 static unsigned pages_for(uint32_t size)
 {

@@ -22,7 +22,19 @@
 
 #include "slubmalloc.h"
 
-#include "internal.h"
+#include "config.h"
+#include "depot.h"
+#include "engine.h"
+#include "large.h"
+#include "lock.h"
+#include "options.h"
+#include "platform.h"
+#include "region.h"
+#include "report.h"
+#include "stats.h"
+#include "thread.h"
+#include "typed.h"
+#include "types.h"
 
 static uint64_t dead_ev[NROWS][NEV]; /* threads that exited, and threads without counters */
 uint64_t sm_trim_gen;

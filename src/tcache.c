@@ -19,7 +19,7 @@
  * When free_stack[c] fills, they swap if alloc_stack[c] is empty. Else they grow. Else the
  * older half of free_stack[c] goes back to its slabs, grouped by slab (sm_flush).
  * In classes below a cache line, free pushes the objects of slabs another thread froze last on
- * remote_stack[c] (free_stack_in, internal.h). They go back to their slabs when it fills. So a
+ * remote_stack[c] (free_stack_in, tcache.h). They go back to their slabs when it fills. So a
  * thread never reuses a small object next to ones another thread writes (no passive false
  * sharing).
  * Objects in a stack or a spill chain count as in use for their slabs.
@@ -31,7 +31,22 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "background.h"
+#include "bulk.h"
+#include "config.h"
+#include "depot.h"
+#include "diag/diag.h"
+#include "engine.h"
+#include "freelist.h"
+#include "harden.h"
+#include "platform.h"
+#include "region.h"
+#include "slab.h"
+#include "stack.h"
+#include "stats.h"
+#include "tcache.h"
+#include "trim.h"
+#include "types.h"
 
 /* Move up to n objects of a spill chain (objects of the active slab) to out[]; returns how
  * many. checked_next's checks, with the slab's fields in registers: each step's chain of

@@ -20,7 +20,19 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "internal.h"
+#include "background.h"
+#include "bulk.h"
+#include "config.h"
+#include "diag/diag.h"
+#include "engine.h"
+#include "lock.h"
+#include "platform.h"
+#include "stack.h"
+#include "stats.h"
+#include "tcache.h"
+#include "thread.h"
+#include "typed.h"
+#include "types.h"
 
 const struct tcache sm_tc_new = {.state = T_NEW};
 const struct tcache sm_tc_dead = {.state = T_DEAD};

@@ -8,7 +8,23 @@
  * reserve too. Every dirty slab page is purged, and every cached large range is unmapped.
  * Invariants: sm_trim_gen only grows; a thread's trim_gen is the last value it drained for.
  * A drain leaves every floor of the thread unpoked. */
-#include "internal.h"
+#include "bulk.h"
+#include "config.h"
+#include "depot.h"
+#include "diag/diag.h"
+#include "engine.h"
+#include "freelist.h"
+#include "large.h"
+#include "lock.h"
+#include "options.h"
+#include "platform.h"
+#include "region.h"
+#include "stack.h"
+#include "stats.h"
+#include "tcache.h"
+#include "trim.h"
+#include "typed.h"
+#include "types.h"
 
 /* tc's stacks, other threads' objects, spill chains and active slabs back to the slabs. */
 void sm_trim_self(struct tcache *tc)

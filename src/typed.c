@@ -32,8 +32,22 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "alloc.h"
+#include "bulk.h"
+#include "config.h"
+#include "engine.h"
 #include "fastpath.h"
-#include "internal.h"
+#include "freelist.h"
+#include "lock.h"
+#include "platform.h"
+#include "region.h"
+#include "report.h"
+#include "slab.h"
+#include "stack.h"
+#include "tcache.h"
+#include "thread.h"
+#include "typed.h"
+#include "types.h"
 #include "slubmalloc.h"
 
 #define KNOWN_FLAGS (SLUB_HWCACHE_ALIGN | SLUB_ZERO)

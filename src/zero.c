@@ -4,7 +4,10 @@
  * only by atomic or/and (no lock: fork and signal handlers cannot deadlock here); two live
  * blocks never share an address. When every slot is taken, malloc(0) falls back to a block of
  * the smallest class (sm_zero_alloc returns NULL). */
-#include "internal.h"
+#include "config.h"
+#include "platform.h"
+#include "report.h"
+#include "zero.h"
 
 #define ZERO_SLOTS 65536u                        /* 1 MiB of address space, 16 bytes a slot */
 #define ZERO_WORDS (ZERO_SLOTS / 64)

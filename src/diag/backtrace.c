@@ -14,7 +14,10 @@
 #define _GNU_SOURCE
 #include <link.h>
 
-#include "internal.h"
+#include "backtrace.h"
+#include "diag.h"
+#include "lock.h"
+#include "types.h"
 
 sm_lock_t sm_bt_gate;
 uintptr_t sm_bt_self_lo, sm_bt_self_hi; /* this library's executable segment; 0, 0: none */

@@ -32,7 +32,21 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "backtrace.h"
+#include "config.h"
+#include "debug.h"
+#include "diag.h"
+#include "engine.h"
+#include "freelist.h"
+#include "large.h"
+#include "lock.h"
+#include "options.h"
+#include "platform.h"
+#include "region.h"
+#include "report.h"
+#include "slab.h"
+#include "tcache.h"
+#include "types.h"
 
 #define DBG_RZ 32
 #define DBG_RZ_BYTE 0xbb

@@ -10,7 +10,13 @@
  * allocator's tables are racy, which is good enough for a report that ends in abort. */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "diag.h"
+#include "kfence.h"
+#include "large.h"
+#include "platform.h"
+#include "region.h"
+#include "report.h"
+#include "zero.h"
 
 SM_NORETURN static void report(const char *what, uintptr_t at, const char *detail,
 			       uintptr_t block, size_t size)

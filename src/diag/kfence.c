@@ -13,7 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "backtrace.h"
+#include "config.h"
+#include "diag.h"
+#include "engine.h"
+#include "kfence.h"
+#include "lock.h"
+#include "platform.h"
+#include "report.h"
+#include "types.h"
 
 #define KF_SLOTS 255
 #define KF_FRAMES 16

@@ -16,7 +16,17 @@
  * unwinding happens before the lock (backtrace.c). */
 #include <string.h>
 
-#include "internal.h"
+#include "backtrace.h"
+#include "config.h"
+#include "debug.h"
+#include "diag.h"
+#include "lock.h"
+#include "options.h"
+#include "platform.h"
+#include "prof.h"
+#include "sizeclass.h"
+#include "slab.h"
+#include "types.h"
 
 #define CHUNK 1024u   /* stacks per chunk of the table */
 #define CHUNKS 4096u  /* chunks at most: 4M distinct stacks */

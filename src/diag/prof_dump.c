@@ -20,7 +20,13 @@
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "diag.h"
+#include "lock.h"
+#include "options.h"
+#include "platform.h"
+#include "prof.h"
+#include "report.h"
+#include "types.h"
 
 struct out {
 	int fd;

@@ -10,7 +10,7 @@
  * stack's floor is raised just above it. The fastpath stops there and calls sm_alloc_swap,
  * which comes here (sm_sample_swap).
  * A held free stack becomes the allocation stack once it holds SAMPLE_BATCH objects (or a
- * quarter of its room; swap_pays, internal.h); before that, a refill fills the allocation
+ * quarter of its room; swap_pays, tcache.h); before that, a refill fills the allocation
  * stack: SAMPLE_BATCH objects at first, twice as many at each refill after (tcache.c). So a
  * malloc/free loop swaps once per SAMPLE_BATCH allocations.
  * KFENCE: a sample costs two mprotects and two unwinds, so samples are at least SAMPLE_GAP_NS
@@ -40,8 +40,22 @@
  * is slots. */
 #include <string.h>
 
+#include "alloc.h"
+#include "config.h"
+#include "diag.h"
+#include "engine.h"
 #include "fastpath.h"
-#include "internal.h"
+#include "harden.h"
+#include "kfence.h"
+#include "options.h"
+#include "platform.h"
+#include "prof.h"
+#include "report.h"
+#include "sizeclass.h"
+#include "stack.h"
+#include "tcache.h"
+#include "thread.h"
+#include "types.h"
 
 int sm_sampling;
 static uint64_t last_ns; /* when the last sample was taken */

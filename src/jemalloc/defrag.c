@@ -15,8 +15,21 @@
 
 #include "slubmalloc.h"
 
+#include "alloc.h"
+#include "config.h"
+#include "defrag.h"
+#include "engine.h"
 #include "fastpath.h"
-#include "internal.h"
+#include "freelist.h"
+#include "harden.h"
+#include "large.h"
+#include "mallctl.h"
+#include "options.h"
+#include "platform.h"
+#include "region.h"
+#include "sizeclass.h"
+#include "slab.h"
+#include "types.h"
 
 /* s, a size class's slab (not a debug one), or NULL for any other pointer. */
 static struct slab *movable_slab(const void *p)

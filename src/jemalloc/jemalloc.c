@@ -13,8 +13,15 @@
 #include <errno.h>
 #include <string.h>
 
+#include "alloc.h"
+#include "compat.h"
+#include "config.h"
+#include "defrag.h"
 #include "fastpath.h"
-#include "internal.h"
+#include "mallctl.h"
+#include "options.h"
+#include "platform.h"
+#include "sizeclass.h"
 
 #define LG_ALIGN_MASK 0x3f
 #define FLAG_ZERO 0x40

@@ -16,7 +16,20 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "internal.h"
+#include "background.h"
+#include "compat.h"
+#include "config.h"
+#include "defrag.h"
+#include "diag/diag.h"
+#include "engine.h"
+#include "lock.h"
+#include "mallctl.h"
+#include "options.h"
+#include "platform.h"
+#include "report.h"
+#include "stats.h"
+#include "trim.h"
+#include "types.h"
 
 #define ARENAS_ALL 4096 /* MALLCTL_ARENAS_ALL */
 #define WORD_TAG ((size_t)1 << 63) /* a MIB component that is a word */

@@ -22,7 +22,9 @@
 #include <unistd.h>
 
 #include "fuzz_shadow.h"
-#include "internal.h"
+#include "config.h"
+#include "region.h"
+#include "sizeclass.h"
 #include "slubmalloc.h"
 
 #define LARGE_TOP (4UL << 20)      /* largest block asked for */

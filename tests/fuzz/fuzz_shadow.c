@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "fuzz_shadow.h"
-#include "internal.h"
+#include "config.h"
 
 struct slot slots[NSLOT];
 size_t live_bytes;

@@ -9,7 +9,12 @@
 #include <string.h>
 
 #include "check.h"
-#include "internal.h"
+#include "engine.h"
+#include "freelist.h"
+#include "platform.h"
+#include "sizeclass.h"
+#include "slab.h"
+#include "types.h"
 
 #define PUSHERS 3
 #define ROUNDS 3000

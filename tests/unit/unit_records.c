@@ -15,7 +15,13 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "internal.h"
+#include "engine.h"
+#include "freelist.h"
+#include "harden.h"
+#include "lock.h"
+#include "sizeclass.h"
+#include "tcache.h"
+#include "types.h"
 
 #define SET 3000
 #define TAKE_MAX 20000

@@ -3,7 +3,9 @@
  * rounding waste is at most 1/8 of the object above 128 bytes (and < 16 bytes below), the
  * fastpath table agrees with the computed class, and aligned classes really are aligned. */
 #include "check.h"
-#include "internal.h"
+#include "config.h"
+#include "engine.h"
+#include "sizeclass.h"
 
 int main(void)
 {

@@ -13,7 +13,13 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "internal.h"
+#include "config.h"
+#include "engine.h"
+#include "region.h"
+#include "sizeclass.h"
+#include "slab.h"
+#include "tcache.h"
+#include "types.h"
 #include "slubmalloc.h"
 
 static int global_var;

@@ -16,7 +16,12 @@
 #include <string.h>
 
 #include "check.h"
-#include "internal.h"
+#include "config.h"
+#include "engine.h"
+#include "sizeclass.h"
+#include "stack.h"
+#include "tcache.h"
+#include "types.h"
 
 #define N_MAX 1000
 static size_t case_size;  /* the case's object size and round length (main) */

@@ -12,7 +12,7 @@
 #include <unwind.h>
 
 #include "check.h"
-#include "internal.h"
+#include "platform.h"
 
 #define MAXF 64
 
