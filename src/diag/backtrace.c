@@ -9,7 +9,7 @@
  *     of malloc (found once, at init, with dl_iterate_phdr; linked statically, nothing is
  *     left out).
  * The gate comes first in the lock order (freelist.c): the unwinder may call malloc.
- * sm_backtrace itself is inline (diag.h): each frame of this library costs the unwinder as
+ * sm_backtrace itself is inline (backtrace.h): each frame of this library costs the unwinder as
  * much as one of the program's. */
 #define _GNU_SOURCE
 #include <link.h>
