@@ -13,8 +13,9 @@
 #include "config.h"
 #include "platform.h"
 
-/* Everything declared below is the library's own: hidden, so a global is one RIP-relative
- * load (no GOT) and a call a direct one. The public entry points say SM_EXPORT. */
+/* Everything the engine's headers declare is the library's own: hidden (each header says so),
+ * so a global is one RIP-relative load (no GOT) and a call a direct one. The public entry
+ * points say SM_EXPORT. */
 #pragma GCC visibility push(hidden)
 
 /* The entry points the benchmarks time start on a cache line, so that their speed does not
