@@ -165,7 +165,7 @@ void sm_free_slow(void *p, unsigned form)
 		/* the fastpath's push (fastpath.h), to the stack it picks, with that stack's own
 		 * room: with SLUBMALLOC_STATS=1 the slabs send every free here (slab.c) */
 		struct stack *b = free_stack_in(tc, s);
-		bool remote = slab_other(tc, s);
+		bool remote = stack_is_remote(tc, b);
 		if ((s->cls < NCLASS && b->top != b->slots && b->top[-1] == p) ||
 		    (free_key_is_set(p) && sm_free_listed(tc, s, p)))
 			sm_fatal_in("double free", p, s->cache);

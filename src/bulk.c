@@ -124,7 +124,7 @@ void sm_zone_settle(struct tcache *tc)
 	set_keys(b->lim, b->top);
 	b->lim = tc->zone_lim;
 	if (tc->zone_rlim) {
-		((struct stack *)(void *)((char *)b + REMOTE_OFF))->lim = tc->zone_rlim;
+		remote_stack_beside(b)->lim = tc->zone_rlim;
 		tc->zone_rlim = NULL;
 	}
 	tc->zone = NULL;
@@ -146,13 +146,13 @@ static inline void run_pushed(struct tcache *tc, struct stack *b, void **dst,
 	if (b == tc->zone) {
 		if (b->lim > dst) /* malloc emptied the zone, and free() pushed keyed objects */
 			b->lim = dst;
-	} else if (!tc->zone && stack_floor_raw(b) == b->slots && b < tc->remote_stack) {
+	} else if (!tc->zone && stack_floor_raw(b) == b->slots && !stack_is_remote(tc, b)) {
 		/* (a free stack, not held, not poked) */
 		tc->zone = b;
 		tc->zone_lim = b->lim;
 		b->lim = dst;
 		if (d->size < SUBLINE) {
-			struct stack *r = (struct stack *)(void *)((char *)b + REMOTE_OFF);
+			struct stack *r = remote_stack_beside(b);
 			tc->zone_rlim = r->lim;
 			r->lim = r->top;
 		}

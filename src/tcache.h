@@ -53,10 +53,10 @@ static inline struct stack *free_stack_in(const struct tcache *tc, const struct 
 	return (struct stack *)select_eq16(owner, &tc->id, at - REMOTE_OFF, at);
 }
 
-/* Whether free_stack_in gives tc its remote stack for s. */
-static inline bool slab_other(const struct tcache *tc, const struct slab *s)
+/* Whether b, a stack free() pushes in tc, is one of its remote stacks. */
+static inline bool stack_is_remote(const struct tcache *tc, const struct stack *b)
 {
-	return (char *)free_stack_in(tc, s) >= (const char *)tc->remote_stack;
+	return b >= tc->remote_stack;
 }
 
 static inline struct stack *free_stack_of(const struct slab *s)
@@ -82,6 +82,11 @@ static inline struct stack *free_stack_beside(struct stack *b)
 {
 	return b + (offsetof(struct tcache, free_stack) - offsetof(struct tcache, alloc_stack)) /
 			   sizeof(struct stack);
+}
+/* The remote stack of the same class as the free stack f. */
+static inline struct stack *remote_stack_beside(struct stack *f)
+{
+	return (struct stack *)(void *)((char *)f + REMOTE_OFF);
 }
 /* The profiler's countdown of allocation stack b's class. */
 static inline struct pf_count *pf_count_beside(struct stack *b)
