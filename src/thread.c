@@ -41,15 +41,38 @@ const struct tcache sm_tc_dead = {.state = T_DEAD};
 static sm_lock_t block_lock;
 static void **block_pool;   /* blocks linked through their first word */
 
-/* A block starts with room for the thread's struct tcache, in words, then the slot arrays. */
+/* A block starts with room for the thread's struct tcache, in words, then the slot arrays:
+ * per class the allocation and free stacks, then the remote stack, each a NULL guard and its
+ * slots. */
 #define TC_WORDS ((sizeof(struct tcache) + 63) / 64 * 8)
+#define SPLIT_WORDS (4096 / sizeof(void *))
+
+/* Where an array of n words (a guard, then slots) goes, at word w of the block or further:
+ * slots that fit in a 4 KiB page start on the next page rather than straddle two (the guard
+ * stays just before them). malloc_bulk and free_bulk move pointers 32 bytes at a time, and a
+ * move across a page boundary costs the CPU a page split (one free stack held 8 pointers
+ * there, and their round trip took twice as long). */
+static size_t array_at(size_t w, size_t n)
+{
+	size_t s = w + 1; /* the first slot */
+	if (n - 1 <= SPLIT_WORDS && s / SPLIT_WORDS != (s + n - 2) / SPLIT_WORDS)
+		return (s / SPLIT_WORDS + 1) * SPLIT_WORDS - 1;
+	return w;
+}
+
+/* The words of class i's array k (0: allocation, 1: free, 2: remote stack), its guard
+ * included. */
+static size_t array_words(unsigned i, int k)
+{
+	return (k < 2 ? sm_g.caches[i].cap_grown : sm_g.caches[i].cap) + 1;
+}
 
 static size_t block_words(void)
 {
 	size_t w = TC_WORDS;
 	for (unsigned i = 0; i < NCLASS; i++)
-		/* the allocation and free stacks, then the remote stack */
-		w += 2 * (sm_g.caches[i].cap_grown + 1) + sm_g.caches[i].cap + 1;
+		for (int k = 0; k < 3; k++)
+			w = array_at(w, array_words(i, k)) + array_words(i, k);
 	return w;
 }
 
@@ -75,7 +98,7 @@ static void block_put(void **blk)
 static void setup(struct tcache *tc, void **blk)
 {
 	tc->block = blk;
-	blk += TC_WORDS;
+	size_t w = TC_WORDS;
 	static uint32_t next_id;
 	uint32_t serial = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
 	tc->id = (uint16_t)(serial % 65534 + 1);
@@ -86,12 +109,13 @@ static void setup(struct tcache *tc, void **blk)
 	for (unsigned i = 0; i < NCLASS; i++) {
 		struct stack *stacks[3] = {&tc->alloc_stack[i], &tc->free_stack[i], &tc->remote_stack[i]};
 		for (int k = 0; k < 3; k++) {
-			if (blk[0]) /* the guard before slots[0]; a fresh block's is zero already,
+			w = array_at(w, array_words(i, k));
+			if (blk[w]) /* the guard before slots[0]; a fresh block's is zero already,
 				     * and a page only read stays out of the resident set */
-				blk[0] = NULL;
+				blk[w] = NULL;
 			/* a debug cache has no stacks: its calls all take the slow path */
-			stack_init(stacks[k], blk + 1, sm_g.caches[i].debug ? 0 : sm_g.caches[i].cap);
-			blk += (k < 2 ? sm_g.caches[i].cap_grown : sm_g.caches[i].cap) + 1;
+			stack_init(stacks[k], blk + w + 1, sm_g.caches[i].debug ? 0 : sm_g.caches[i].cap);
+			w += array_words(i, k);
 		}
 		sm_free_stack_floor(tc, i);
 	}

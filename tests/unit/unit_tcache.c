@@ -8,7 +8,9 @@
  * another thread's objects never gets burst arrays, nor one that frees its own objects in
  * random order (a cached object in every other slab would keep the slabs from emptying:
  * tests/preload/rss.c); threads that exit with burst arrays give them back; a thread's burst
- * stacks together stay within TCACHE_BURST_BUDGET. */
+ * stacks together stay within TCACHE_BURST_BUDGET. Every stack's slots in the thread's block
+ * that fit in a 4 KiB page lie in one (thread.c: the bulk calls' 32-byte moves never split a
+ * page), behind a NULL guard. */
 #include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -183,6 +185,34 @@ static void *budget_bursts(void *arg)
 	return NULL;
 }
 
+/* The slot arrays of a new thread's block: each one's slots inside one 4 KiB page when they fit
+ * in one, and slots[-1] NULL. */
+static void *block_layout(void *arg)
+{
+	void *volatile p = malloc(16); /* set the thread up (volatile: the pair is not elided) */
+	free(p);
+	CHECK(sm_tcp->state == T_LIVE, "the thread is not set up");
+	unsigned split = 0, checked = 0;
+	for (unsigned i = 0; i < NCLASS; i++) {
+		struct stack *st[3] = {&sm_tcp->alloc_stack[i], &sm_tcp->free_stack[i],
+				       &sm_tcp->remote_stack[i]};
+		for (unsigned k = 0; k < 3; k++) {
+			uintptr_t a = (uintptr_t)st[k]->slots;
+			size_t room = (k < 2 ? sm_g.caches[i].cap_grown : sm_g.caches[i].cap) *
+				      sizeof(void *);
+			if (!room || sm_tcp->burst[i])
+				continue;
+			checked++;
+			CHECK(st[k]->slots[-1] == NULL, "class %u stack %u: no NULL guard", i, k);
+			if (room <= 4096 && a / 4096 != (a + room - 1) / 4096)
+				split++;
+		}
+	}
+	CHECK(checked && !split, "%u of %u slot arrays straddle a 4 KiB page", split, checked);
+	printf("  block layout: %u slot arrays, none straddles a page\n", checked);
+	return arg;
+}
+
 static void run_thread(void *(*fn)(void *))
 {
 	pthread_t t;
@@ -208,6 +238,7 @@ int main(void)
 		round_trip(99); /* the exited threads' objects are back for this one */
 	}
 	run_thread(budget_bursts);
+	run_thread(block_layout);
 	printf("unit_tcache: all checks passed\n");
 	return 0;
 }
