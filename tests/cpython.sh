@@ -300,10 +300,14 @@ reap() {
 }
 
 # next_end: waits for a module to end, and reaps; a module that ended without its report
-# (its shell died) is a failure
+# (its shell died) is a failure. A module may end between reap and the jobs check: once none
+# runs, reap again first, so that its report counts.
 next_end() {
     wait -n
     reap
+    if [ "${#running[@]}" -gt 0 ] && [ -z "$(jobs -pr)" ]; then
+        reap
+    fi
     if [ "${#running[@]}" -gt 0 ] && [ -z "$(jobs -pr)" ]; then
         local t
         for t in "${running[@]}"; do
