@@ -50,8 +50,8 @@ static void **block_pool;   /* blocks linked through their first word */
 /* Where an array of n words (a guard, then slots) goes, at word w of the block or further:
  * slots that fit in a 4 KiB page start on the next page rather than straddle two (the guard
  * stays just before them). malloc_bulk and free_bulk move pointers 32 bytes at a time, and a
- * move across a page boundary costs the CPU a page split (one free stack held 8 pointers
- * there, and their round trip took twice as long). */
+ * move across a page boundary costs the CPU a page split (bench/results/studies/
+ * bulk-page-split-*). */
 static size_t array_at(size_t w, size_t n)
 {
 	size_t s = w + 1; /* the first slot */
