@@ -192,8 +192,13 @@ struct pf_count {
 };
 
 struct tcache {
-	/* malloc's fastpath pops free_stack first, then alloc_stack */
-	struct stack alloc_stack[NCLASS + 1];
+	/* this thread's id, 1..65535, for slab->subline_owner (two threads may share one: a cost,
+	 * false sharing, never an error). First: free's fastpath reads it on every call, so it
+	 * shares a page with the stacks of the small classes, not one 16 KiB further on. */
+	uint16_t id;
+	/* malloc's fastpath pops free_stack first, then alloc_stack. 32-byte aligned: no stack
+	 * straddles two cache lines. */
+	struct stack alloc_stack[NCLASS + 1] __attribute__((aligned(32)));
 	/* free's fastpath pushes free_stack. free_stack[NCLASS] stays empty (cap 0): typed objects
 	 * (cls NCLASS) take free()'s slow path. free_stack follows alloc_stack (free_stack_beside). */
 	struct stack free_stack[NCLASS + 1];
@@ -211,9 +216,6 @@ struct tcache {
 	void **burst[NCLASS];         /* the arrays of alloc_stack[c] and free_stack[c] once grown
 				       * to cap_burst (sm_flush; unmapped at thread exit), else NULL */
 	uint32_t state;               /* enum tstate */
-	uint16_t id;                  /* this thread's id, 1..65535, for slab->subline_owner (two
-				       * threads may share one: a cost, false sharing, never an
-				       * error) */
 	uint8_t smp_armed;            /* sampling counts this thread's allocations: every free
 				       * stack is held (sample.c) */
 	uint64_t smp_rng;             /* its random numbers (sample.c) */
