@@ -2,11 +2,13 @@
  * Regions of 4 MiB come from mmap, aligned to their size.
  * Page 0 of a region is its header: struct region, with the slab descriptors and the
  * page -> slab map. Pages 1..63 are handed out in runs of 1..SLAB_MAX_PAGES, one run per slab.
- * Pages never used yet have no access: a long overflow out of the last slab faults there
- * instead of running through untouched memory. Runs are found lowest first, so the pages in
- * use form a prefix, made read-write as it grows (one mprotect per new run at the frontier):
- * a region is at most two mappings. With SLUBMALLOC_THP=1 the whole region is read-write
- * from the start (one mapping), so that its first faults can take huge pages.
+ * The upper half of a new region has no access until a slab needs it: a long overflow out of
+ * the last slab faults there instead of running through untouched memory. Runs are found
+ * lowest first, so the pages in use form a prefix. The lower half is open from the start, and
+ * the upper half opens whole when a run first reaches it (REGION_OPEN_FIRST): at most two
+ * mprotects a region, not one per slab. A region is at most two mappings.
+ * With SLUBMALLOC_THP=1 the whole region is read-write from the start (one mapping), so that
+ * its first faults can take huge pages.
  * A freed run stays dirty: its memory is still resident, so reusing it costs no page faults.
  * Allocation prefers dirty pages. Nothing may assume a slab page reads as zero.
  * When the dirty pages of all regions pass DIRTY_MAX bytes, whole contiguous dirty runs are
@@ -56,17 +58,18 @@ static struct region *region_new(void)
 		r->slabs[i].inverse = 1;
 		r->slabs[i].bad_q_bits = ~0ULL;
 	}
-	/* page 0 is the header; the others get access when first used. With SLUBMALLOC_THP=1
-	 * all of them have it now: a huge page needs its 2 MiB in one read-write mapping when a
-	 * first fault lands there, and a frontier that opens 64 KiB at a time is never that. */
+	/* page 0 is the header; the lower half is open, the upper half gets access when first
+	 * used. With SLUBMALLOC_THP=1 all of it has it now: a huge page needs its 2 MiB in one
+	 * read-write mapping when a first fault lands there. */
 	if (sm_opt.thp) {
 		r->open = REGION_PAGES;
-	} else if (!sm_os_protect((char *)r + SPAGE_SIZE, REGION_SIZE - SPAGE_SIZE, false)) {
+	} else if (!sm_os_protect((char *)r + REGION_OPEN_FIRST * SPAGE_SIZE,
+				  REGION_SIZE - REGION_OPEN_FIRST * SPAGE_SIZE, false)) {
 		sm_os_unmap(r, REGION_SIZE);
 		nregions--;
 		return NULL;
 	} else {
-		r->open = 1;
+		r->open = REGION_OPEN_FIRST;
 	}
 	r->free_mask = ~1ULL;
 	r->dirty_mask = 0;
@@ -122,14 +125,14 @@ struct slab *sm_pages_alloc(unsigned pages)
 		}
 		at = find_run(r->free_mask, pages);
 	}
-	if ((unsigned)at + pages > r->open) { /* the frontier moves up */
+	if ((unsigned)at + pages > r->open) { /* the upper half opens, whole */
 		if (!sm_os_protect((char *)r + ((size_t)r->open << SPAGE_SHIFT),
-				   ((size_t)at + pages - r->open) << SPAGE_SHIFT, true)) {
+				   (size_t)(REGION_PAGES - r->open) << SPAGE_SHIFT, true)) {
 			sm_unlock(&page_lock);
 			errno = ENOMEM;
 			return NULL;
 		}
-		r->open = (uint32_t)at + pages;
+		r->open = REGION_PAGES;
 	}
 	hint = r;
 	uint64_t bits = ((1ULL << pages) - 1) << at;
