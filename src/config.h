@@ -10,10 +10,9 @@
 #define SPAGE_SIZE (1UL << SPAGE_SHIFT)
 #define REGION_PAGES (REGION_SIZE / SPAGE_SIZE) /* 64: one bit each in region->free_mask */
 #define SLAB_MAX_PAGES 8                        /* a slab spans at most 512 KiB */
-/* A new region opens its lower half; the upper half stays without access until a slab needs
- * it, then opens whole. So a region costs at most two mprotects: each one stalls the other
- * threads' page faults in the region's mapping. */
-#define REGION_OPEN_FIRST (REGION_PAGES / 2)
+#define REGION_OPEN_FIRST (REGION_PAGES / 2)   /* pages open at a region's start; the rest open
+						 * whole later: two mprotects a region, each of
+						 * which stalls other threads' faults (region.c) */
 #if defined(__aarch64__)
 #define ADDR_BITS 48                            /* user address space on aarch64 (48-bit VA) */
 #else
