@@ -3,7 +3,7 @@
  * backward-shift deletion). So free() tells a large block of ours from any other pointer
  * without reading memory in front of it.
  * Freed ranges wait in a cache of LARGE_CACHE_SLOTS ranges. It holds at most LARGE_CACHE_BYTES,
- * or half the live large bytes when that is more, and each range for at most the
+ * or the live large bytes when that is more, and each range for at most the
  * purge delay (checked at large calls, and on time by the background thread). So malloc and
  * free of large sizes reuse resident pages, instead of mapping, unmapping and faulting them in
  * again.
@@ -243,14 +243,13 @@ static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map, uint8_t *gu
 	return base;
 }
 
-/* The bytes the cache may hold: LARGE_CACHE_BYTES, or half the live large bytes when that is
+/* The bytes the cache may hold: LARGE_CACHE_BYTES, or the live large bytes when that is
  * more. A program that keeps a window of large blocks then finds a fit among the freed ones,
- * instead of faulting new pages in. The share is at most half its live bytes, so that the peak
- * RSS stays below glibc's for such a window (bench/README.md). */
+ * instead of faulting new pages in. The share is at most its live bytes: a window's peak RSS
+ * stays under tcmalloc's and glibc's (bench/README.md), and the purge delay ends it. */
 static size_t cache_cap(void)
 {
-	size_t share = live_bytes / 2;
-	return share > LARGE_CACHE_BYTES ? share : LARGE_CACHE_BYTES;
+	return live_bytes > LARGE_CACHE_BYTES ? live_bytes : LARGE_CACHE_BYTES;
 }
 
 /* Cache the range m, merged with cached neighbours of the same mapping (a range spanning two
