@@ -82,7 +82,7 @@ static inline bool free_push(void *p, size_t size, bool lower)
 	if (likely(region_is_ours(a))) {
 		struct slab *s = page_desc(a);
 		if (likely(is_object(s, a)) && likely(size <= s->size) &&
-		    (!lower || likely(lower_ok(size, s->size))) && likely(!free_key_is_set(p))) {
+		    (!lower || likely(lower_ok(size, s->size))) && likely(!free_key_maybe_set(p))) {
 			struct stack *b = free_stack_of(s);
 			void **t = b->top, **lim = b->lim;
 			if (likely(t < lim)) { /* (the key covers stack_push's top check) */

@@ -581,6 +581,49 @@ static void test_free_and_errno(free_sized_fn fs, free_aligned_sized_fn fas, cfr
     }
 }
 
+/* A program may store anything in its block, the bytes of slubmalloc's free key included
+ * (src/harden.h: 0xffffffff9e3779b9 in word 1; free's fastpath tests its first byte). Such a
+ * block frees like any other, with free and free_sized, and comes back whole. */
+static void test_key_lookalike(free_sized_fn fs)
+{
+    static const uint64_t key = 0xffffffff9e3779b9ull;
+    enum { N = 64 };
+    void *held[N];
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < N; i++) {
+            size_t n = 16 + (size_t)i * 16;
+            unsigned char *p = held[i] = malloc(n);
+            if (!check(p != NULL, "malloc(%zu) failed", n))
+                return;
+            memset(p, 0x5a, n);
+            if (i & 1)
+                memcpy(p + 8, &key, sizeof key); /* the whole key */
+            else
+                p[8] = (unsigned char)key; /* its first byte alone */
+        }
+        for (int i = 0; i < N; i++) {
+            if (fs && (i & 2))
+                fs(held[i], 16 + (size_t)i * 16);
+            else
+                free(held[i]);
+        }
+    }
+    for (int i = 0; i < N; i++) {
+        size_t n = 16 + (size_t)i * 16;
+        unsigned char *p = held[i] = malloc(n);
+        if (!check(p != NULL, "malloc(%zu) after key lookalikes failed", n))
+            return;
+        memset(p, i, n);
+    }
+    for (int i = 0; i < N; i++) {
+        unsigned char *p = held[i];
+        for (size_t k = 0; k < 16 + (size_t)i * 16; k++)
+            if (!check(p[k] == (unsigned char)i, "block %d byte %zu changed", i, k))
+                break;
+        free(p);
+    }
+}
+
 /* Usable size >= request, every usable byte writable without touching other blocks, and
  * 16-byte alignment for every size 0..70000 (step 1 to 4096, coarser after). */
 static void test_usable_sizes(void)
@@ -670,6 +713,7 @@ int main(void)
     test_malloc_zero();
     test_realloc();
     test_free_and_errno(fs, fas, cf);
+    test_key_lookalike(fs);
     test_usable_sizes();
     return tu_finish("api_contract");
 }
