@@ -126,6 +126,9 @@ run_test() {
 # the OS, no source file is over 1,000 lines (tests/layers.py)
 run_test layers 0 python3 tests/layers.py
 
+# the shared libraries need only libc and the loader, and export only the API
+run_test linkage 0 bash tests/linkage.sh build
+
 # ---------- integration tests (under the preloaded library) ----------
 for t in api_contract cxx_new stress_mt fork fork_stdio fork_signal stats_cancel tight_as \
          many_large rss glibc_interpose thread_exit init_order oom fork_load thread_churn xstress_long; do
