@@ -46,10 +46,15 @@ unsigned sm_class_for_align(size_t size, size_t align)
 	return NCLASS;
 }
 
+/* Entry i is for sizes up to (i + 1) * 16: class c's entries run up to its size / 16. A fill per
+ * class, with no division per entry: this runs at every process start. */
 void sm_sizeclass_init(bool counted)
 {
-	for (unsigned i = 0; i < CLASS_INDEX_MAX; i++) {
-		unsigned cls = counted ? NCLASS : sm_size_to_class(((size_t)i + 1) << 4);
-		sm_stack_at[i] = (uint16_t)(offsetof(struct tcache, alloc_stack) + cls * sizeof(struct stack));
+	unsigned i = 0;
+	for (unsigned c = 0; c < NCLASS; c++) {
+		unsigned cls = counted ? NCLASS : c, end = sm_class_size(c) / MIN_ALIGN;
+		uint16_t at = (uint16_t)(offsetof(struct tcache, alloc_stack) + cls * sizeof(struct stack));
+		for (; i < end; i++)
+			sm_stack_at[i] = at;
 	}
 }
