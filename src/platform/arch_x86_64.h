@@ -4,7 +4,9 @@
 #ifndef SM_ARCH_X86_64_H
 #define SM_ARCH_X86_64_H
 
-#include <sys/platform/x86.h>
+#if __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h> /* glibc 2.33 and later */
+#endif
 
 #include "arch_common.h"
 
@@ -45,10 +47,26 @@ static inline uintptr_t select_eq16(uint16_t a, const uint16_t *b, uintptr_t if_
 
 /* Whether AVX2 may be used: the CPU has it and the OS saves the YMM state. glibc read CPUID
  * at startup and keeps the answer. A CPUID of our own exits to the hypervisor in a VM, at
- * every process start. */
+ * every process start: only an older glibc, without the answer, gets those. */
 static inline bool cpu_has_avx2(void)
 {
+#ifdef CPU_FEATURE_ACTIVE
 	return CPU_FEATURE_ACTIVE(AVX2);
+#else
+	uint32_t a, b, c, d;
+	__asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0), "c"(0));
+	if (a < 7)
+		return false;
+	__asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
+	if (!(c & (1u << 27)) || !(c & (1u << 28))) /* OSXSAVE, AVX */
+		return false;
+	uint32_t xlo, xhi;
+	__asm__("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0)); /* XCR0: SSE and AVX state saved */
+	if ((xlo & 6) != 6)
+		return false;
+	__asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
+	return b & (1u << 5);
+#endif
 }
 
 static inline uint64_t rdtsc(void)
