@@ -13,8 +13,8 @@ for lib in "$build/preload/libslubmalloc.so" "$build/preload/libslubmalloc-debug
         fails=$((fails + 1))
         continue
     fi
-    extra=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' |
-            grep -vE '^(libc\.so\.6|ld-linux-[a-z0-9_-]+\.so\.[0-9]+)$')
+    needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+    extra=$(echo "$needed" | grep -vE '^(libc\.so\.6|ld-linux-[a-z0-9_-]+\.so\.[0-9]+)$')
     if [ -n "$extra" ]; then
         echo "FAIL $lib needs more than libc and the loader: $(echo $extra)"
         fails=$((fails + 1))
@@ -25,6 +25,6 @@ for lib in "$build/preload/libslubmalloc.so" "$build/preload/libslubmalloc-debug
         echo "FAIL $lib exports names outside the API: $(echo $bad | head -c 300)"
         fails=$((fails + 1))
     fi
-    echo "$lib: needs $(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+    echo "$lib: needs $(echo $needed)"
 done
 [ "$fails" = 0 ] && echo "PASS linkage" || exit 1
