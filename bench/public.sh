@@ -15,7 +15,9 @@
 #   --no-install do not apt-get install missing packages
 # Environment: SLUBMALLOC_LIB (skips the build of slubmalloc), JEMALLOC_LIB, MIMALLOC_LIB,
 # TCMALLOC_LIB (library paths), BUILD_DIR (default: build), PROCS (the thread count that
-# mimalloc-bench's bench.sh calls $procs; default: nproc).
+# mimalloc-bench's bench.sh calls $procs; default: nproc), BASE_LIB (another slubmalloc build,
+# main's before a change, run as the allocator "base" in the same rounds: the report adds
+# slubmalloc/base; base is no peer).
 #
 # Getting and building the programs (the committed results: its commit ce5784f, cloned from a
 # mirror of that repository, then these two commands):
@@ -292,6 +294,11 @@ if [ -z "${SLUBMALLOC_LIB:-}" ]; then
 	done
 	build_release preload/libslubmalloc.so
 fi
+if [ -n "${BASE_LIB:-}" ]; then # an A/B against another build, in the same rounds
+	[ -f "$BASE_LIB" ] || die "BASE_LIB=$BASE_LIB does not exist"
+	ALLOCATORS+=(base)
+	LIB[base]=$BASE_LIB
+fi
 locate_allocators
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 UPTIME_START=$(uptime | sed 's/^ *//')
@@ -438,7 +445,7 @@ from mdtable import md_table  # bench/mdtable.py
 
 raw_path, spec_path, env_path, loads_path, report_path, csv_name, allocs = sys.argv[1:8]
 allocs = allocs.split()
-peers = [a for a in allocs if a != "slubmalloc"]
+peers = [a for a in allocs if a not in ("slubmalloc", "base")]  # base: BASE_LIB
 
 spec = []  # (name, kind, unit, command)
 for line in open(spec_path):
@@ -501,6 +508,7 @@ def fmt(v, kind):
 
 rows, rss_rows, ratios, rss_ratios, above, fastest = [], [], [], [], [], {}
 cpu_rows, cpu_ratios = [], []
+base_ratios = []  # (program, slubmalloc/base), above 1 slower: BASE_LIB's A/B
 for name, kind, unit, _ in spec:
     s_slub = stats.get((name, "slubmalloc"))
     cells = [name, ("time (s)" if kind == "time" else unit) + (", lower" if kind == "time" else ", higher")]
@@ -524,7 +532,11 @@ for name, kind, unit, _ in spec:
         ratios.append(ratio)
         if round(ratio, 2) > 1.0:
             above.append((ratio, name, best))
-    everyone = [a for a in allocs if stats[(name, a)]["med"] is not None]
+    s_base = stats.get((name, "base"))
+    if s_base and s_base["med"] and s_slub and s_slub["med"]:
+        base_ratios.append((name, s_slub["med"] / s_base["med"] if kind == "time"
+                            else s_base["med"] / s_slub["med"]))
+    everyone = [a for a in allocs if a != "base" and stats[(name, a)]["med"] is not None]
     if everyone:
         pick = min if kind == "time" else max
         f = pick(everyone, key=lambda a: stats[(name, a)]["med"])
@@ -574,6 +586,9 @@ above.sort(reverse=True)
 summary = "public: slubmalloc/best peer geomean %s; above 1.00: %s" % (
     "%.3f" % gm if gm is not None else "n/a",
     ", ".join("%s %.2f (%s)" % (n, r, b) for r, n, b in above) or "none")
+base_line = "public: slubmalloc/base geomean %.3f over %d programs: %s" % (
+    geomean([r for _, r in base_ratios]), len(base_ratios),
+    ", ".join("%s %.3f" % nr for nr in base_ratios)) if base_ratios else None
 
 loads = [line.rstrip("\n").split("\t") for line in open(loads_path)]
 with open(report_path, "w") as out:
@@ -589,7 +604,10 @@ with open(report_path, "w") as out:
     out.write(table + "\n\n")
     out.write("Geometric mean of slubmalloc/best over %d programs: %s. Fastest: %s.\n\n" % (
         len(ratios), "%.3f" % gm if gm is not None else "n/a",
-        ", ".join("%s %d" % (a, fastest.get(a, 0)) for a in allocs)))
+        ", ".join("%s %d" % (a, fastest.get(a, 0)) for a in allocs if a != "base")))
+    if base_line:
+        out.write("A/B against BASE_LIB (the allocator base), slubmalloc's median over base's "
+                  "(rates inverted), above 1 slower:\n\n%s.\n\n" % base_line)
     out.write("## CPU time\n\nThe time programs' median CPU time in seconds (user + system, "
               "all threads, from `/usr/bin/time`); on a loaded host it leaves out the time a "
               "program waited for a CPU. It is shown beside the score, not scored.\n\n")
@@ -620,6 +638,8 @@ print(md_table(["program (CPU s)"] + allocs + ["lowest peer", "slubmalloc/lowest
 print()
 print(rss_table)
 print()
+if base_line:
+    print(base_line)
 print(summary)
 PYEOF
 cp "$ROOT/bench/mdtable.py" "$TMPD/mdtable.py"
