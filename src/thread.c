@@ -76,13 +76,15 @@ static size_t block_words(void)
 	return w;
 }
 
-static void **block_get(void)
+/* A block from the pool, or a new one: *fresh tells which. */
+static void **block_get(bool *fresh)
 {
 	sm_lock(&block_lock);
 	void **blk = block_pool;
 	if (blk)
 		block_pool = *blk;
 	sm_unlock(&block_lock);
+	*fresh = !blk;
 	return blk ? blk : sm_os_map(block_words() * sizeof(void *));
 }
 
@@ -94,8 +96,10 @@ static void block_put(void **blk)
 	sm_unlock(&block_lock);
 }
 
-/* tc's stacks, in block blk after its first TC_WORDS words; tc becomes T_LIVE. */
-static void setup(struct tcache *tc, void **blk)
+/* tc's stacks, in block blk after its first TC_WORDS words; tc becomes T_LIVE. A fresh block
+ * is not read: a read of an untouched page may fault a page in (this VM's kernel maps no zero
+ * page), and most of a block's pages are never used. */
+static void setup(struct tcache *tc, void **blk, bool fresh)
 {
 	tc->block = blk;
 	size_t w = TC_WORDS;
@@ -110,8 +114,7 @@ static void setup(struct tcache *tc, void **blk)
 		struct stack *stacks[3] = {&tc->alloc_stack[i], &tc->free_stack[i], &tc->remote_stack[i]};
 		for (int k = 0; k < 3; k++) {
 			w = array_at(w, array_words(i, k));
-			if (blk[w]) /* the guard before slots[0]; a fresh block's is zero already,
-				     * and a page only read stays out of the resident set */
+			if (!fresh && blk[w]) /* the guard before slots[0]; a fresh block's is zero */
 				blk[w] = NULL;
 			/* a debug cache has no stacks: its calls all take the slow path */
 			stack_init(stacks[k], blk + w + 1, sm_g.caches[i].debug ? 0 : sm_g.caches[i].cap);
@@ -128,9 +131,10 @@ static void setup(struct tcache *tc, void **blk)
  * tries again; meanwhile its frees go straight to the slabs. */
 void sm_thread_setup(struct tcache *tc)
 {
-	void **blk = block_get();
+	bool fresh;
+	void **blk = block_get(&fresh);
 	if (blk)
-		setup(tc, blk);
+		setup(tc, blk, fresh);
 }
 
 /* Thread exit: every cached object goes back to its slab, every active slab is unfrozen.
@@ -249,12 +253,14 @@ void sm_thread_init(void)
 struct tcache *sm_thread_start(void)
 {
 	sm_init();
-	void **blk = block_get();
+	bool fresh;
+	void **blk = block_get(&fresh);
 	if (!blk) /* no memory now: the orphan serves this thread, and a later call tries again */
 		return sm_tcp;
 	struct tcache *tc = (struct tcache *)(void *)blk;
-	memset(tc, 0, sizeof *tc); /* (a block from the pool: its first word linked the pool) */
-	setup(tc, blk);
+	if (!fresh) /* its first word linked the pool */
+		memset(tc, 0, sizeof *tc);
+	setup(tc, blk, fresh);
 	sm_tcp = tc;
 	sm_stats_thread_start(tc);
 	sm_typed_register(tc);
