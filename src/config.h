@@ -33,6 +33,10 @@
 #define TCACHE_MIN 4                            /* ... but at least this many objects */
 #define TCACHE_MIN_HUGE 2                       /* ... or this many, above 32 KiB */
 #define TCACHE_MAX 256                          /* ... and at most this many */
+#define FIRST_REFILL_BYTES 4096                 /* a class's first refill in a thread: at most
+						 * this many bytes of objects, at least one
+						 * (each carved object gets its free key, which
+						 * makes its page resident) */
 /* A class whose free stack overflows (a burst of frees, a consumer) or that refills a second
  * time (a producer) caches TCACHE_GROWN_BYTES from then on: fewer, larger flushes and refills.
  * A malloc/free loop, which only swaps, keeps the smaller stacks and reuses fewer lines. */

@@ -49,6 +49,9 @@ void sm_cache_setup(struct cache *c, const char *name, uint32_t size, uint16_t c
 	c->inverse = inverse;
 	uint32_t cap = TCACHE_BYTES / size, min = size > 32768 ? TCACHE_MIN_HUGE : TCACHE_MIN;
 	c->cap = cap < min ? min : cap > TCACHE_MAX ? TCACHE_MAX : cap;
+	uint32_t half = c->cap / 2 ? c->cap / 2 : 1;
+	uint32_t page = size < FIRST_REFILL_BYTES ? FIRST_REFILL_BYTES / size : 1;
+	c->first_want = half < page ? half : page;
 	cap = TCACHE_GROWN_BYTES / size;
 	cap = cap > TCACHE_GROWN_MAX ? TCACHE_GROWN_MAX : cap;
 	c->cap_grown = cap > c->cap ? cap : c->cap;

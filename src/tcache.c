@@ -180,13 +180,15 @@ void *sm_refill(struct tcache *tc, unsigned cls)
 		sm_trim_self(tc);
 	struct stack *b = &tc->alloc_stack[cls];
 	struct cache *c = &sm_g.caches[cls];
-	if (++tc->source[cls].refills == 2 && stack_cap(b) == c->cap) /* not the first use: a
-								     * producer; larger refills */
+	/* The first refill takes first_want objects. The one after the first full one (half a
+	 * stack) grows the stacks: a producer; larger refills. */
+	uint32_t r = ++tc->source[cls].refills;
+	if (r == (c->first_want < c->cap / 2 ? 3 : 2) && stack_cap(b) == c->cap)
 		sm_stacks_resize(tc, cls, c->cap_grown);
-	uint32_t want = stack_cap(b) / 2 ? stack_cap(b) / 2 : 1, got = 0;
+	uint32_t want = r == 1 ? c->first_want : stack_cap(b) / 2 ? stack_cap(b) / 2 : 1, got = 0;
 	if (unlikely(tc->smp_armed)) { /* SAMPLE_BATCH at first, doubling with each refill (a
 					* producer): a malloc/free loop swaps, and refills no more */
-		uint32_t r = tc->source[cls].refills, batch = SAMPLE_BATCH << (r < 6 ? r - 1 : 5);
+		uint32_t batch = SAMPLE_BATCH << (r < 6 ? r - 1 : 5);
 		want = want < batch ? want : batch;
 	}
 	if (!tc->source[cls].spill) /* another thread's full stack first: no links to follow */

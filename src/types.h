@@ -116,7 +116,7 @@ struct source {
 	void *spill;          /* encoded chain */
 	uint32_t nspill;      /* objects on it (statistics read it from other threads) */
 	uint32_t refills;     /* sm_refill calls for this class since the thread began (or since
-			       * malloc_trim): the second grows the stacks (a producer) */
+			       * malloc_trim): the second full one grows the stacks (a producer) */
 	struct slab *active;  /* frozen for this thread */
 	uint32_t kf_left;     /* SLUBMALLOC_KFENCE: allocations of the class until the sampled one,
 			       * counted up to smp_mark, the allocation stack's top then (sample.c) */
@@ -138,6 +138,8 @@ struct cache {
 				* refilled twice (>= cap; sm_flush, sm_refill) */
 	uint32_t cap_burst;    /* ... and once it overflows again with own objects (>= cap_grown;
 				* sm_flush) */
+	uint32_t first_want;   /* a thread's first refill: half of cap, at most FIRST_REFILL_BYTES
+				* of objects, at least one (sm_refill) */
 	uint32_t fpoff;        /* where a free object keeps its free pointer (past a ctor's body) */
 	uint64_t inverse;      /* slab_index's multiplier (struct slab) */
 	uint8_t shift;

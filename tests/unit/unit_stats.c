@@ -206,24 +206,25 @@ static unsigned refill_points(void **v, unsigned n, unsigned *at)
 	return k;
 }
 
-/* Thread body of child_grow: a producer's refills (sm_refill) take half a stack, 8 objects
- * of kmalloc-1024; from its second refill on the stacks have grown and a refill takes 16;
- * malloc_trim gives the thread its first size back. Returns 0 when so. */
+/* Thread body of child_grow: a producer's refills (sm_refill) of kmalloc-1024. The first takes
+ * a page's worth, 4 objects (FIRST_REFILL_BYTES); the second half a stack, 8; from the third
+ * on the stacks have grown and a refill takes 16. malloc_trim gives the thread its first
+ * size back. Returns 0 when so. */
 static void *grow_thread(void *arg)
 {
 	(void)arg;
 	enum { N = 40 };
 	static void *v[N];
-	static const unsigned want[] = {0, 8, 24}; /* 8, then 16, then 16 objects */
+	static const unsigned want[] = {0, 4, 12, 28}; /* 4, 8, 16, then 16 objects */
 	for (int round = 0; round < 2; round++) {
 		unsigned at[N], k = refill_points(v, N, at);
-		int ok = k == 3;
-		for (unsigned j = 0; ok && j < 3; j++)
+		int ok = k == 4;
+		for (unsigned j = 0; ok && j < 4; j++)
 			ok = at[j] == want[j];
 		fprintf(stderr, "grow: round %d: %u refills at", round, k);
 		for (unsigned j = 0; j < k; j++)
 			fprintf(stderr, " %u", at[j]);
-		fprintf(stderr, " (want 0 8 24)\n");
+		fprintf(stderr, " (want 0 4 12 28)\n");
 		for (unsigned i = 0; i < N; i++)
 			free(v[i]);
 		if (!ok)
