@@ -18,13 +18,16 @@
 #include "tcache.h"
 #include "types.h"
 
+/* A depot's lock and count, a cache line each. They are apart from the objects' arrays, so
+ * that fork's handlers (sm_depot_lock_all) write two pages, not one per class: after a fork
+ * each page written faults (copy on write). */
 struct depot {
 	sm_lock_t lock;
 	uint32_t n;
-	void *objs[DEPOT_MAX];
-};
+} __attribute__((aligned(64)));
 
-static struct depot depots[NCLASS]; /* .bss: a class's pages are touched when it is used */
+static struct depot depots[NCLASS];
+static void *depot_objs[NCLASS][DEPOT_MAX]; /* .bss: a class's pages are touched when it is used */
 
 static uint32_t depot_cap(unsigned cls)
 {
@@ -40,7 +43,7 @@ bool sm_depot_put(unsigned cls, void **v, uint32_t n)
 	sm_lock(&d->lock);
 	bool ok = d->n + n <= depot_cap(cls);
 	if (ok) {
-		memcpy(d->objs + d->n, v, n * sizeof *v);
+		memcpy(depot_objs[cls] + d->n, v, n * sizeof *v);
 		__atomic_store_n(&d->n, d->n + n, __ATOMIC_RELAXED);
 	}
 	sm_unlock(&d->lock);
@@ -54,7 +57,7 @@ uint32_t sm_depot_take(unsigned cls, void **out, uint32_t want)
 		return 0;
 	sm_lock(&d->lock);
 	uint32_t k = d->n < want ? d->n : want;
-	memcpy(out, d->objs + d->n - k, k * sizeof *out);
+	memcpy(out, depot_objs[cls] + d->n - k, k * sizeof *out);
 	__atomic_store_n(&d->n, d->n - k, __ATOMIC_RELAXED);
 	sm_unlock(&d->lock);
 	return k;
@@ -73,7 +76,7 @@ void sm_depot_drain(void)
 		if (!__atomic_load_n(&d->n, __ATOMIC_RELAXED))
 			continue;
 		sm_lock(&d->lock);
-		sm_free_array(d->objs, d->n);
+		sm_free_array(depot_objs[i], d->n);
 		__atomic_store_n(&d->n, 0, __ATOMIC_RELAXED);
 		sm_unlock(&d->lock);
 	}

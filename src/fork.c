@@ -17,6 +17,7 @@
 #include "freelist.h"
 #include "jemalloc/compat.h"
 #include "large.h"
+#include "options.h"
 #include "region.h"
 #include "stats.h"
 #include "thread.h"
@@ -31,6 +32,13 @@ extern void _IO_list_resetlock(void) __attribute__((weak));
 
 static int fork_locked;
 
+/* The locks of the options that are off (sm_opt is fixed at init) are never taken, so they
+ * are skipped: after the fork, each page the parent writes faults (copy on write). */
+static bool quarantine_on(void)
+{
+	return sm_opt.debug || sm_opt.prof; /* (the profile's caches are debug caches) */
+}
+
 static void engine_lock_all(void)
 {
 	sm_backtrace_lock_all();
@@ -38,24 +46,32 @@ static void engine_lock_all(void)
 	sm_typed_lock_all();
 	sm_block_lock_all();
 	sm_caches_lock_all();
-	sm_prof_caches_lock_all();
+	if (sm_opt.prof)
+		sm_prof_caches_lock_all();
 	sm_region_lock_all();
 	sm_large_lock_all();
-	sm_debug_lock_all();
-	sm_kfence_lock_all();
-	sm_prof_lock_all();
+	if (quarantine_on())
+		sm_debug_lock_all();
+	if (sm_opt.kfence)
+		sm_kfence_lock_all();
+	if (sm_opt.prof)
+		sm_prof_lock_all();
 	pcpu_lock_all();
 }
 
 static void engine_unlock_all(bool child)
 {
 	pcpu_unlock_all(child);
-	sm_prof_unlock_all();
-	sm_kfence_unlock_all();
-	sm_debug_unlock_all();
+	if (sm_opt.prof)
+		sm_prof_unlock_all();
+	if (sm_opt.kfence)
+		sm_kfence_unlock_all();
+	if (quarantine_on())
+		sm_debug_unlock_all();
 	sm_large_unlock_all(child);
 	sm_region_unlock_all(child);
-	sm_prof_caches_unlock_all();
+	if (sm_opt.prof)
+		sm_prof_caches_unlock_all();
 	sm_caches_unlock_all(child);
 	sm_block_unlock_all();
 	sm_typed_unlock_all(child);

@@ -75,6 +75,8 @@
  * FORK (fork.c)
  *   In a multi-threaded process, prepare takes glibc's stdio list lock, then every lock above,
  *   in this order. The parent releases them. The child re-initialises them.
+ *   The locks of options that are off are never taken, and fork skips them: the profile's
+ *   caches and table, KFENCE's pool, the debug quarantine.
  *   The list lock comes first. A thread may hold a FILE's lock and wait in malloc for an
  *   engine lock, while another holds the list lock and waits for that FILE (fflush(NULL)).
  *   glibc orders its own malloc's locks after the list lock too.
