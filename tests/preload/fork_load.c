@@ -5,8 +5,9 @@
  * available), verifies and frees everything, uses stdio, every 16th child also starts and joins
  * a thread that allocates, and the child _exit(0)s; the parent waitpid()s and checks that every
  * child exited with status 0. Runs until max_forks forks or `seconds` have passed; at least
- * min_forks (2000 by default) must be done (on a busy machine the run is extended by up to 25 s
- * to reach them). Children carry their own alarm(10) and the
+ * min_forks (2000 by default) must be done (on a busy machine the run is extended by up to 90 s
+ * to reach them: the count is how much the test covers, not a speed; a fork's cost is measured
+ * by benchmarks). Children carry their own alarm(10) and the
  * whole test a watchdog, so a deadlock (an allocator or stdio lock held across fork) is a
  * failure, never a hang. Worker objects are verified when freed.
  * Usage: fork_load [seconds (20)] [max_forks (5000)] [min_forks (2000)] */
@@ -230,8 +231,8 @@ static void *forker(void *arg)
         long i = atomic_fetch_add(&nforks, 1);
         double el = fu_now() - t_start;
         /* stop at max_forks, or after `seconds` once min_forks are done (a slow, busy machine
-         * gets up to `seconds` + 25 s to reach min_forks) */
-        if (i >= max_forks || (el > seconds && i >= min_forks) || el > seconds + 25) {
+         * gets up to `seconds` + 90 s to reach min_forks) */
+        if (i >= max_forks || (el > seconds && i >= min_forks) || el > seconds + 90) {
             atomic_fetch_sub(&nforks, 1);
             break;
         }
@@ -296,7 +297,7 @@ int main(int argc, char **argv)
         min_forks = atol(argv[3]);
     if (min_forks > max_forks)
         min_forks = max_forks;
-    fu_watchdog("fork_load", (unsigned)seconds + 40);
+    fu_watchdog("fork_load", (unsigned)seconds + 105);
     int expect = fu_expect_slub("fork_load");
     bulk_alloc = (malloc_bulk_fn)dlsym(RTLD_DEFAULT, "malloc_bulk");
     bulk_free = (free_bulk_fn)dlsym(RTLD_DEFAULT, "free_bulk");
