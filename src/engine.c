@@ -26,7 +26,10 @@
 #include "types.h"
 #include "zero.h"
 
-struct sm_global sm_g;
+/* Page-aligned: its fields keep their offsets in a page, as a thread's block (mmap) does. Where
+ * .bss put it, changes elsewhere moved it; at one offset (0xbc0) the slub_cache bulk calls
+ * took 1.8 times as long (bench/results/studies/fork-cost-2026-12-05-vm-4acc12a.md). */
+struct sm_global sm_g __attribute__((aligned(4096)));
 size_t sm_vec_min = SIZE_MAX;
 __thread struct tcache *sm_tcp TLS_IE = (struct tcache *)&sm_tc_new;
 __thread uint8_t sm_in_unwind TLS_IE;
