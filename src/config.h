@@ -37,8 +37,9 @@
 						 * this many bytes of objects, at least one
 						 * (each carved object gets its free key, which
 						 * makes its page resident) */
-/* A class whose free stack overflows (a burst of frees, a consumer) or that refills a second
- * time (a producer) caches TCACHE_GROWN_BYTES from then on: fewer, larger flushes and refills.
+/* A class whose free stack overflows (a burst of frees, a consumer) or that refills again after
+ * a full refill (a producer) caches TCACHE_GROWN_BYTES from then on: fewer, larger flushes and
+ * refills.
  * A malloc/free loop, which only swaps, keeps the smaller stacks and reuses fewer lines. */
 #define TCACHE_GROWN_BYTES 32768
 #define TCACHE_GROWN_MAX 512                    /* ... and at most this many objects */
