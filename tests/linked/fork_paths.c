@@ -5,7 +5,8 @@
  * Linked with libslubmalloc.so, as a program using the API is. Each child takes every one of
  * those paths again, on the state the parent's threads left mid-way, and exits 0: a lock
  * held across fork, or a structure left half-changed, hangs or crashes it. A watchdog turns a
- * hang into a failure; each child has its own. Usage: fork_paths [seconds (5)] */
+ * hang into a failure; each child has its own. It runs `seconds`, longer (up to 60 s more) until
+ * it has forked 20 times. Usage: fork_paths [seconds (5)] */
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -182,9 +183,11 @@ int main(int argc, char **argv)
     pthread_t t[NPATHS];
     for (int w = 0; w < NPATHS; w++)
         pthread_create(&t[w], NULL, worker, (void *)(intptr_t)w);
+    /* at least 20 forks, however slow the machine: the count is coverage, not a speed (a
+     * loaded CI host did 17 in 5 s, main before 2026-12-05 too) */
     double end = fu_now() + seconds;
     long forks = 0;
-    while (fu_now() < end) {
+    while (fu_now() < end || (forks < 20 && fu_now() < end + 60)) {
         pid_t pid = fork();
         if (!check(pid >= 0, "fork"))
             break;
