@@ -53,6 +53,8 @@ WORKLOADS=(
 	"real_sqlite|time|-|/usr/bin/sqlite3 -batch -init @IN@/script.sql :memory:||stdout"
 	"real_redis|rate|rps|@REAL@/redis.sh 400000|@REAL@/redis.sh 150000|"
 	"real_named|rate|qps|@REAL@/named.sh 4|@REAL@/named.sh 2|"
+	"real_clang|time|-|/usr/bin/clang++ -O1 -c -o @TMP@/cxx_stl.o @REAL@/../cxx_stl.cc|/usr/bin/clang++ -O0 -c -o @TMP@/cxx_stl.o @REAL@/../cxx_stl.cc|@TMP@/cxx_stl.o"
+	"real_perl|time|-|/usr/bin/perl @REAL@/hash_churn.pl 250000|/usr/bin/perl @REAL@/hash_churn.pl 100000|stdout"
 	"cxx_stl|time|-|bench/cxx_stl 40|bench/cxx_stl 16|stdout"
 	"cxx_larson|time|ms|bench/cxx_larson 2 12000|bench/cxx_larson 2 4000|"
 	"xchurn|time|ms|bench/xchurn 8 20 100000|bench/xchurn 8 8 60000|"
@@ -60,7 +62,7 @@ WORKLOADS=(
 	"cxx_large_mt|time|-|bench/cxx_large 600 10 2|bench/cxx_large 300 10 2|"
 )
 # The real programs (and the C++ programs built with g++'s defaults): their own geometric mean.
-REAL_WORKLOADS="real_python real_sort real_cc real_sqlite real_redis real_named cxx_stl cxx_larson"
+REAL_WORKLOADS="real_python real_sort real_cc real_sqlite real_redis real_named real_clang real_perl cxx_stl cxx_larson"
 INPUT_SCALE_FULL=1
 RUN_LIMIT=120 # seconds; a run that takes longer (a hang) is killed and counted as failed
 INPUT_SCALE_QUICK=0.4
@@ -126,7 +128,8 @@ done
 
 # ---------------------------------------------------------------- dependencies
 PACKAGES=(hyperfine meson ninja-build gcc g++ libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev
-	time python3 python3-matplotlib sqlite3 redis-server redis-tools bind9 bind9-dnsutils dnsperf)
+	time python3 python3-matplotlib sqlite3 redis-server redis-tools bind9 bind9-dnsutils dnsperf
+	clang perl)
 # shellcheck source=bench/peers.sh
 . "$ROOT/bench/peers.sh"
 # shellcheck source=bench/compare_report.sh
