@@ -46,7 +46,6 @@ static void *alloc_class(unsigned cls, size_t req, void *caller, unsigned form)
 			return p ? free_key_clear(p) : (errno = ENOMEM, NULL);
 		}
 	}
-	zone_settle(tc);
 	struct stack *b = &tc->alloc_stack[cls], *f = &tc->free_stack[cls];
 	void *p;
 	/* SLUBMALLOC_STATS=1 (sizeclass.c): the fastpath's work, counted here */
@@ -113,7 +112,6 @@ void *sm_alloc_swap(struct stack *b, size_t size, unsigned form)
 {
 	struct tcache *tc = sm_tcp;
 	struct stack *f = free_stack_beside(b);
-	zone_settle(tc);
 	if (unlikely(stack_poked(b) || stack_poked(f)))
 		sm_trim_self(tc);
 	if (unlikely(sm_sampling))
@@ -159,8 +157,7 @@ void sm_free_slow(void *p, unsigned form)
 		if (!s || slab_index(s, a) == UINT32_MAX)
 			sm_fatal("invalid free", p, "(not the start of an object of slubmalloc)");
 		struct tcache *tc = sm_tcp;
-		zone_settle(tc); /* (before the double-free check: it keys free_bulk's run) */
-		if (tc->state == T_NEW)
+			if (tc->state == T_NEW)
 			tc = sm_thread_start();
 		/* the fastpath's push (fastpath.h), to the stack it picks, with that stack's own
 		 * room: with SLUBMALLOC_STATS=1 the slabs send every free here (slab.c) */

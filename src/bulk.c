@@ -1,13 +1,13 @@
 /* bulk.c: malloc_bulk and free_bulk, after the kernel's kmem_cache_alloc_bulk/free_bulk.
  * Allocation of one object is malloc's.
  * When one of the thread's stacks holds n objects (the free stack first, as malloc), they are one
- * copy of its top n pointers and one store of its top, with no branch per object.
+ * copy of its top n pointers and one store of its top; each loses its free key, as in malloc.
  * Otherwise whole runs come from the stack, then straight from the slab sources (spill chain,
  * take-all, carving) into the caller's array. There are never n trips through malloc.
  * Free checks a run of pointers into one slab against that slab's descriptor, read once per run.
- * The run is pushed onto the stack free() would pick (the thread's free stack, or its remote
- * stack) with one store of its top. It writes no free key: it joins the thread's unkeyed zone
- * (below).
+ * Each object's free key is checked and set, as free() does (below). The run is pushed onto the
+ * stack free() would pick (the thread's free stack, or its remote stack) with one store of its
+ * top.
  * The checks are in bulk_runs.h, scalar or four at a time with AVX2. The whole array as one run
  * is tried first.
  * A pointer that fails a check, or finds its stack full, takes free()'s slow path. That reports
@@ -96,75 +96,56 @@ static __attribute__((noinline, target("avx2"))) size_t copy_ptrs_avx2(void **ds
 #define copy_ptrs_avx2 copy_ptrs_n
 #endif
 
-/* ---- the unkeyed zone ----
- * Every object on a thread's stacks carries the free key, so that free() finds a double free
- * (harden.h). A run that free_bulk pushes need not carry it yet.
- * The run's free stack gets a lower lim: the run's start. The thread records that stack
- * (tcache.zone) and its real lim (zone_lim).
- * Objects at lim and above carry no key. Objects below it do.
- * While the zone holds objects (top > lim), free()'s fastpath finds no room. Its slow path keys
- * them first (sm_zone_settle) and gives the stack its lim back.
- * malloc pops them as any object. malloc_bulk pops them and clears no key.
- * So a malloc_bulk/free_bulk round trip writes no object.
- * A thread has one zone, on a free stack. A run for another stack, a held one or a typed
- * cache's is keyed at once.
- * Below a cache line, the zone also closes the class's remote stack (lim = top; zone_rlim keeps
- * its lim): once another thread freezes a zone object's slab, free() picks that stack for it,
- * and must find no room there either.
- * Every slow path that reads a stack's lim or moves its objects settles the zone first. */
-static inline void set_keys(void **v, void **end)
+/* ---- the free key ----
+ * Every object on a thread's stacks carries the free key, so that a double free is found
+ * (harden.h). free_bulk checks and sets it as free() does, one object after another: a pointer
+ * whose key is already there ends its run, and free()'s slow path looks for it (the same
+ * pointer twice in one array included: the first one's key is set by then).
+ * A typed cache's objects keep their contents and carry no key: its runs check only that no
+ * pointer equals the one before it. */
+
+/* Sets p's free key, unless it is there already (false). */
+static inline bool key_take(void *p)
 {
-	for (; v < end; v++)
-		free_key_set(*v);
+	if (unlikely(free_key_maybe_set(p)))
+		return false;
+	free_key_set(p);
+	return true;
 }
 
-void sm_zone_settle(struct tcache *tc)
+/* Sets the key of v[0], v[1], ... until one already carries it; returns how many it set.
+ * One after another, so a pointer twice in v finds the key its first copy got. Four a step,
+ * with no loop branch between them. */
+static inline size_t keys_set(void *const *v, size_t n)
 {
-	struct stack *b = tc->zone;
-	set_keys(b->lim, b->top);
-	b->lim = tc->zone_lim;
-	if (tc->zone_rlim) {
-		remote_stack_beside(b)->lim = tc->zone_rlim;
-		tc->zone_rlim = NULL;
+	size_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		if (unlikely(!key_take(v[i])))
+			return i;
+		if (unlikely(!key_take(v[i + 1])))
+			return i + 1;
+		if (unlikely(!key_take(v[i + 2])))
+			return i + 2;
+		if (unlikely(!key_take(v[i + 3])))
+			return i + 3;
 	}
-	tc->zone = NULL;
+	for (; i < n; i++)
+		if (unlikely(!key_take(v[i])))
+			return i;
+	return n;
 }
 
-/* Where b's room for a run ends: its lim, or its real lim while it is the thread's zone. */
-static inline void **run_lim(const struct tcache *tc, const struct stack *b)
-{
-	return b == tc->zone ? tc->zone_lim : b->lim;
-}
-
-/* A run of slab d's objects now lies at [dst, b->top) of b: the zone covers it, or it gets its
- * keys (a typed cache's stacks keep none). */
-static inline void run_pushed(struct tcache *tc, struct stack *b, void **dst,
-			      const struct slab *d, const struct cache *typed)
-{
-	if (typed)
-		return;
-	if (b == tc->zone) {
-		if (b->lim > dst) /* malloc emptied the zone, and free() pushed keyed objects */
-			b->lim = dst;
-	} else if (!tc->zone && stack_floor_raw(b) == b->slots && !stack_is_remote(tc, b)) {
-		/* (a free stack, not held, not poked) */
-		tc->zone = b;
-		tc->zone_lim = b->lim;
-		b->lim = dst;
-		if (d->size < SUBLINE) {
-			struct stack *r = remote_stack_beside(b);
-			tc->zone_rlim = r->lim;
-			r->lim = r->top;
-		}
-	} else {
-		set_keys(dst, b->top);
-	}
-}
-
-/* The objects handed out lose their free key (harden.h), as malloc's do. */
+/* The objects handed out lose their free key (harden.h), as malloc's do. Four a step. */
 static inline size_t clear_keys(void *const *v, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	size_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		free_key_clear(v[i]);
+		free_key_clear(v[i + 1]);
+		free_key_clear(v[i + 2]);
+		free_key_clear(v[i + 3]);
+	}
+	for (; i < n; i++)
 		free_key_clear(v[i]);
 	return n;
 }
@@ -183,7 +164,6 @@ static SM_COLD size_t alloc_slow(size_t size, size_t n, void **ptrs)
 		tc = sm_thread_start();
 	if (tc->state != T_LIVE)
 		return alloc_each(size, n, ptrs);
-	zone_settle(tc);
 	size_t got = sm_take_n(&sm_g.caches[cls], tc->id, &tc->alloc_stack[cls], &tc->free_stack[cls],
 			       &tc->source[cls], ptrs, n);
 	return got == n ? clear_keys(ptrs, n) : take_fail(got, ptrs);
@@ -203,19 +183,16 @@ static SM_COLD size_t malloc_bulk_slow(size_t size, size_t n, void **ptrs)
 /* n objects (n != 1, or any n prof_bulk counted) from the top of one of the thread's stacks,
  * in one copy (inline for short arrays, else a tail call). The free stack first, as malloc
  * pops it, unless it is held or poked (its floor): a round trip with free_bulk stays on it.
- * Its objects at lim and above carry no key (the zone); the others lose theirs. The stacks are
- * empty in debug and stats modes and until the thread is set up: the slow path. */
+ * They lose their keys, as malloc's objects do. The stacks are empty in debug and stats modes
+ * and until the thread is set up: the slow path. */
 static __attribute__((noinline)) size_t many(size_t size, size_t n, void **ptrs)
 {
 	if (likely(size - 1 < MAX_SMALL && ptrs && n)) {
 		struct stack *b = alloc_stack_for(size), *f = free_stack_beside(b);
-		void **t = f->top, **end, **floor = stack_floor_raw(f);
+		void **t = f->top, **floor = stack_floor_raw(f);
 		if (t > floor && (size_t)(t - floor) >= n) {
-			end = t;
 			f->top = t -= n;
-			if (f->lim < end) /* the zone's objects carry no key */
-				end = f->lim > t ? f->lim : t;
-			clear_keys(t, (size_t)(end - t));
+			clear_keys(t, n);
 		} else if ((size_t)((t = b->top) - b->slots) >= n) {
 			b->top = t -= n;
 			clear_keys(t, n);
@@ -311,9 +288,10 @@ static __attribute__((noinline, target("avx2"))) void free_bulk_runs_avx2(size_t
 
 static __attribute__((noinline, target("avx2"))) void free_bulk_avx2(size_t n, void **ptrs)
 {
-	if (likely(one_run(sm_tcp, ptrs, n, NULL)))
+	size_t k = one_run(sm_tcp, ptrs, n, NULL);
+	if (likely(k == n))
 		return;
-	free_bulk_runs_avx2(n, ptrs);
+	free_bulk_runs_avx2(n - k, ptrs + k);
 }
 
 static __attribute__((noinline, target("avx2"))) void **typed_runs_rest_avx2(struct tcache *tc,
@@ -327,7 +305,7 @@ static __attribute__((noinline, target("avx2"))) void **typed_runs_avx2(struct t
 									void **src, void **end,
 									struct cache *c)
 {
-	if (likely(one_run(tc, src, (size_t)(end - src), c)))
+	if (likely(one_run(tc, src, (size_t)(end - src), c) == (size_t)(end - src)))
 		return end;
 	return typed_runs_rest_avx2(tc, src, end, c);
 }
@@ -372,26 +350,25 @@ static __attribute__((noinline)) void free_short(size_t n, void **ptrs)
 		sm_free_fast(ptrs[i]);
 }
 
-/* A short array (2 or 3 pointers) as one run: each an object in the first one's page, unlike
- * the pointer before it (the first: unlike the stack's top), and room on the stack for all; then
- * one push. Returns false, the stack's top unchanged, when that is not so (the caller frees them
- * one by one). */
-static inline bool short_run(size_t n, void **ptrs)
+/* A short array (2 or 3 pointers) as one run: each an object in the first one's page, and room
+ * on the stack for all; then their keys, and one push of those whose key was not there yet.
+ * Returns how many it pushed, from the start (the caller frees the rest one by one). */
+static inline size_t short_run(size_t n, void **ptrs)
 {
 	struct slab *d;
 	struct tcache *tc = sm_tcp;
 	struct stack *b = run_start(tc, (uintptr_t)ptrs[0], NULL, &d);
 	if (unlikely(!b))
-		return false;
+		return 0;
 	void **t = b->top;
-	if (unlikely(run_lim(tc, b) - t < (ptrdiff_t)n))
-		return false;
+	if (unlikely(b->lim - t < (ptrdiff_t)n))
+		return 0;
 	if (unlikely(!short_run_ok(d, ptrs, n, t[-1]))) /* the first passed run_start */
-		return false;
-	copy_ptrs(t, ptrs, n); /* all checked: one push */
-	b->top = t + n;
-	run_pushed(tc, b, t, d, NULL);
-	return true;
+		return 0;
+	size_t k = keys_set(ptrs, n);
+	copy_ptrs(t, ptrs, k); /* all checked: one push */
+	b->top = t + k;
+	return k;
 }
 
 /* One pointer: free()'s fastpath; two or three: one scalar run; more: a tail call. */
@@ -405,9 +382,9 @@ SM_EXPORT SM_HOT void free_bulk(size_t n, void **ptrs)
 	if (unlikely(!ptrs || !n)) /* (short_run reads ptrs[0] and the stack's top) */
 		return;
 	if (n < SHORT_BULK) {
-		if (likely(short_run(n, ptrs)))
-			return;
-		free_short(n, ptrs);
+		size_t k = short_run(n, ptrs);
+		if (unlikely(k != n))
+			free_short(n - k, ptrs + k);
 		return;
 	}
 	if (n >= sm_vec_min)

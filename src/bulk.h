@@ -1,5 +1,5 @@
-/* bulk.h: malloc_bulk's and free_bulk's helpers the other parts share (bulk.c): the run check,
- * pointer copies, and the unkeyed zone that every slow path settles first. */
+/* bulk.h: malloc_bulk's and free_bulk's helpers the other parts share (bulk.c): the run check
+ * and pointer copies. */
 #ifndef SM_BULK_H
 #define SM_BULK_H
 
@@ -28,15 +28,6 @@ static inline void copy_ptrs(void **dst, void *const *src, size_t n)
 
 /* malloc_bulk's entry and counting form (sm_prof_entries) */
 extern void *const sm_bulk_prof_entry[2];
-
-/* The thread's unkeyed zone gets its keys before a slow path reads a stack's lim or
- * moves its objects: every slow path that does calls this first. */
-void sm_zone_settle(struct tcache *tc);
-static inline void zone_settle(struct tcache *tc)
-{
-	if (unlikely(tc->zone))
-		sm_zone_settle(tc);
-}
 
 /* Whether the n pointers at ptrs (n = 2 or 3: the short bulk frees) may go on a stack as one
  * push: each unlike the one before it (the first unlike top, the stack's top) and, after the

@@ -9,8 +9,8 @@
  * or end. With typed NULL, objects of the size classes go to the thread's stacks, as free()
  * would put them; with a typed cache (slub_cache_free_bulk: the caller has entered, and tc's
  * stacks serve it), every pointer must be an object of that cache, checked once per run, and
- * goes to its typed_free. A run pushed on a size class's stack joins the thread's unkeyed zone, or
- * gets the free key (bulk.c).
+ * goes to its typed_free. A run for a size class's stack ends at the first pointer whose free
+ * key is already there; the others get it (keys_set, bulk.c). A typed cache's objects carry none.
  * A run is a stretch of pointers into one slab, checked against the descriptor d of the first
  * one's page, whose read-only fields are read once per run. run_start (bulk.c) checks the
  * first pointer as free() does (ours, an object: a page of no slab fails it, so d is a slab's
@@ -78,32 +78,32 @@ static RUNS_ATTR bool group_at(const struct run_vec *v, void *const *src, __m256
 /* The common case first: the n (>= 4) pointers at src as one run, all objects of the first
  * one's slab, with room for all of them on the stack. Checks every pointer as the runs do, in
  * groups of four (the last group overlaps the one before it when 4 does not divide n), and
- * stores each group above the stack's top as it goes: returns true with the top moved past
- * them, or false with the top unchanged (the stores above it are no objects of the stack),
- * for the runs to take the array from its start. */
-static RUNS_ATTR bool one_run(struct tcache *tc, void **src, size_t n, struct cache *typed)
+ * stores each group above the stack's top as it goes. Then the keys (none for a typed cache):
+ * the run ends before the first pointer whose key is already there. Returns how many it pushed
+ * from src's start: n, or fewer (0 when a check failed), for the runs to go on from there. */
+static RUNS_ATTR size_t one_run(struct tcache *tc, void **src, size_t n, struct cache *typed)
 {
 	struct slab *d;
 	struct stack *b = run_start(tc, (uintptr_t)src[0], typed, &d);
 	if (unlikely(!b))
-		return false;
+		return 0;
 	void **dst = b->top;
-	if (unlikely(run_lim(tc, b) - dst < (ptrdiff_t)n))
-		return false;
+	if (unlikely(b->lim - dst < (ptrdiff_t)n))
+		return 0;
 	struct run_vec v = run_vec_of(d);
 	__m256i before = bcast64(&dst[-1]); /* the stack's top: slots[-1] is a NULL guard */
 	size_t j = 0;
 	for (;;) {
 		if (!group_at(&v, src + j, before, dst + j))
-			return false;
+			return 0;
 		if (j + 4 == n)
 			break;
 		j = j + 8 <= n ? j + 4 : n - 4;
 		before = bcast64(&src[j - 1]);
 	}
-	b->top = dst + n;
-	run_pushed(tc, b, dst, d, typed);
-	return true;
+	size_t k = typed ? n : keys_set(src, n);
+	b->top = dst + k;
+	return k;
 }
 #else
 #define RUNS_ATTR inline __attribute__((always_inline))
@@ -118,7 +118,7 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 		if (unlikely(!b))
 			break; /* the slow path takes it from here */
 		void **dst = b->top, **first = src;
-		ptrdiff_t room = run_lim(tc, b) - dst;
+		ptrdiff_t room = b->lim - dst;
 		if (unlikely(room <= 0))
 			break; /* full (flush), or a thread without a cache */
 		uintptr_t lo = (uintptr_t)d->start;
@@ -139,6 +139,12 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 				__m256i before = bcast64(j ? &src[4 * j - 1] : &dst[-1]);
 				if (!group_at(&v, src + 4 * j, before, dst + 4 * j))
 					break;
+				size_t kept = typed ? 4 : keys_set(src + 4 * j, 4);
+				if (unlikely(kept != 4)) { /* the run ends before a key already there */
+					src += 4 * j + kept;
+					dst += 4 * j + kept;
+					goto pushed;
+				}
 			} while (++j != g);
 			src += 4 * j;
 			dst += 4 * j;
@@ -150,13 +156,19 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 			uint64_t q = ((uintptr_t)o - lo) * inverse; /* slab_index(), d's fields hoisted */
 			if ((q & bad_q_bits) || (q >> k) >= objects || o == top)
 				break;
+			if (!typed) {
+				if (unlikely(free_key_maybe_set(o)))
+					break;
+				free_key_set(o);
+			}
 			*dst++ = top = o;
 		}
+#if RUNS_VEC
+	pushed:
+#endif
 		if (unlikely(src == first))
 			break; /* its first pointer failed a check: the slow path reports it */
-		void **from = b->top;
 		b->top = dst;
-		run_pushed(tc, b, from, d, typed);
 	}
 	return src;
 }

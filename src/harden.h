@@ -14,8 +14,8 @@ bool sm_free_listed(struct tcache *tc, struct slab *d, void *p); /* p (key set) 
 
 /* ---- the free key: double frees caught in the default mode ----
  * free() stores FREE_KEY in word 1 of each object it pushes on a thread stack (and a refill
- * in each object it carves). free_bulk's runs get it late, in sm_zone_settle (bulk.c). Every
- * path that hands an object out clears it (malloc, the slow paths, malloc_bulk). A free that
+ * in each object it carves), and free_bulk in each object of its runs. Every path that hands an
+ * object out clears it (malloc, the slow paths, malloc_bulk). A free that
  * finds the key already there takes the slow path, which looks for the object on the
  * thread's stacks and its slab's freelist and reports a double free when it is there; else
  * (the program wrote the key itself) the free goes on. Word 0 stays the freelist link. */

@@ -141,7 +141,6 @@ void sm_thread_setup(struct tcache *tc)
  * Objects other threads still hold stay reachable through their slabs' shared lists. */
 void sm_thread_teardown(struct tcache *tc)
 {
-	zone_settle(tc);
 	sm_typed_thread_exit(tc);
 	for (unsigned i = 0; i < NCLASS; i++) {
 		sm_free_array(tc->remote_stack[i].slots, stack_count(&tc->remote_stack[i]));

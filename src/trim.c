@@ -31,7 +31,6 @@ void sm_trim_self(struct tcache *tc)
 {
 	if (tc->state != T_LIVE) /* (sm_tc_new and sm_tc_dead are never written) */
 		return;
-	zone_settle(tc);
 	tc->trim_gen = __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED);
 	for (unsigned i = 0; i < NCLASS; i++) {
 		sm_free_array(tc->remote_stack[i].slots, stack_count(&tc->remote_stack[i]));

@@ -242,11 +242,6 @@ struct tcache {
 			       * under the registry lock, as the two below) */
 	uint32_t bg_poked_at; /* slow_n when it was poked last */
 	uint8_t bg_poked;     /* poked, and not at work since */
-	/* free_bulk's unkeyed run (bulk.c): the free stack whose objects at its lim and above
-	 * carry no free key, NULL when none; zone_lim is that stack's real lim. */
-	struct stack *zone;
-	void **zone_lim;
-	void **zone_rlim; /* below a line: the class's remote stack's real lim, else NULL */
 };
 
 /* Global engine state: written once at init (secret, tables), then read-only. */

@@ -472,18 +472,18 @@ static void case_invalid_reported(void)
 	expect_report(bad_large_interior, NULL, "free_bulk with an interior pointer of a large block");
 }
 
-/* ---- free_bulk's unkeyed run (bulk.c): a later free() still finds a double free ----
+/* ---- free_bulk's run (bulk.c): a later free() still finds a double free ----
  * Each state the run can be in before the free() of one of its objects: just pushed; extended
  * by a second free_bulk; partly popped by malloc and by malloc_bulk; followed by a run of
  * another size. The object freed again is the first, a middle or the last of the run. */
-struct zone_case {
+struct run_case {
 	int state; /* 0..4, as above */
 	int which; /* 0 first, 1 middle, 2 last */
 };
 
-static void zone_double(void *arg)
+static void run_double(void *arg)
 {
-	const struct zone_case *z = arg;
+	const struct run_case *z = arg;
 	enum { N = 16 };
 	void *v[N], *w[N], *o[4];
 	CHECK(malloc_bulk(48, N, v) == N && malloc_bulk(48, N, w) == N, "malloc_bulk(48, %d)", N);
@@ -503,15 +503,15 @@ static void zone_double(void *arg)
 	free(p); /* a double free: must be reported */
 }
 
-static void case_zone(void)
+static void case_run_then_free(void)
 {
 	for (int state = 0; state <= 4; state++)
 		for (int which = 0; which <= 2; which++) {
-			struct zone_case z = {state, which};
+			struct run_case z = {state, which};
 			char what[96];
 			snprintf(what, sizeof what, "free() of a free_bulk'ed object (state %d, object %d)",
 				 state, which);
-			expect_report(zone_double, &z, what);
+			expect_report(run_double, &z, what);
 		}
 	/* round trips: malloc_bulk takes back what free_bulk gave, the same objects, and a free()
 	 * between them of an object not in the run is no double free */
@@ -532,6 +532,68 @@ static void case_zone(void)
 	for (int i = 0; i < N; i++)
 		free(v[i]); /* one by one: none is a double free */
 	malloc_trim(0);
+}
+
+/* ---- free_bulk finds a double free wherever the first free came from ----
+ * The array holds an object that is free already: freed by an earlier free_bulk (of the same
+ * array, or of the objects in another order), by free(), or earlier in the same array (not next
+ * to it). Each must be reported, for every array length (a short run, one run of AVX2 groups,
+ * a run with a tail) and position of the repeated object. */
+struct again_case {
+	int how;  /* 0: free_bulk twice; 1: free() first; 2: twice in one array; 3: free_bulk again
+		   * in another order; 4: free_bulk, malloc_bulk takes half back, free_bulk again */
+	size_t n; /* the array's length */
+	size_t j; /* the repeated object's position */
+};
+
+static void bulk_again(void *arg)
+{
+	const struct again_case *a = arg;
+	enum { MAXN = 40 };
+	void *v[MAXN], *w[MAXN + 1], *u[MAXN];
+	size_t n = a->n;
+	CHECK(malloc_bulk(64, n, v) == n, "malloc_bulk(64, %zu)", n);
+	switch (a->how) {
+	case 0:
+		free_bulk(n, v);
+		break;
+	case 1:
+		free(v[a->j]);
+		break;
+	case 2: /* w: v, with v[j] again at the end (after the others, so never next to itself) */
+		memcpy(w, v, n * sizeof *v);
+		w[n] = v[a->j];
+		free_bulk(n + 1, w);
+		return; /* the report must have come in that call */
+	case 3: /* u: v rotated to start at v[j] */
+		for (size_t i = 0; i < n; i++)
+			u[i] = v[(i + a->j) % n];
+		free_bulk(n, v);
+		free_bulk(n, u);
+		return;
+	case 4: /* the stack's top half is the program's again; the rest is free */
+		free_bulk(n, v);
+		CHECK(malloc_bulk(64, n / 2, u) == n / 2, "malloc_bulk(64, %zu)", n / 2);
+		break;
+	}
+	free_bulk(n, v); /* v[j] (all of v, in case 0) is free already: must be reported */
+}
+
+static void case_bulk_again(void)
+{
+	static const size_t lens[] = {2, 3, 4, 5, 8, 13, 16, 33};
+	for (int how = 0; how <= 4; how++)
+		for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+			size_t n = lens[li];
+			size_t pos[] = {0, n / 2, n - 1};
+			for (int k = 0; k < 3; k++) {
+				struct again_case a = {how, n, pos[k]};
+				char what[128];
+				snprintf(what, sizeof what, "free_bulk of a free object (case %d, n %zu, at %zu)",
+					 how, n, a.j);
+				expect_report(bulk_again, &a, what);
+			}
+		}
 }
 
 /* ---- randomized: bulk calls against the equivalent single calls ---- */
@@ -671,7 +733,8 @@ int main(int argc, char **argv)
 		{"invalid_reported", case_invalid_reported},
 		{"invalid_positions", case_invalid_positions},
 		{"short_arrays", case_short_arrays},
-		{"zone", case_zone},
+		{"run_then_free", case_run_then_free},
+		{"bulk_again", case_bulk_again},
 		{"random_vs_single", case_random_vs_single},
 	};
 	int failed = run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);

@@ -294,12 +294,12 @@ static void case_small_not_reused(void)
 	      "(want all: larger objects are reused)", n, PFS_N);
 }
 
-/* free_bulk's unkeyed zone (bulk.c) must not outlive the stack choice of free(): a run of
- * 48-byte objects is free_bulk'ed, then another thread freezes their slab, so free() picks the
- * remote stack for them (free_stack_in). A free() of one of them is still a double free. Before
- * the fix the zone covered the run on the free stack, the remote stack had room, and the free
- * went through unreported: two stacks held the object. The zone now closes the remote stack
- * too (bulk.c); without that this case fails. */
+/* A free_bulk'ed object must stay a double free when free() picks another stack for it: a run
+ * of 48-byte objects is free_bulk'ed, then another thread freezes their slab, so free() picks
+ * the remote stack for them (free_stack_in). A free() of one of them is still a double free.
+ * An earlier free_bulk left its runs without keys, behind a lowered lim of the free stack; the
+ * remote stack had room, and the free went through unreported: two stacks held the object.
+ * free_bulk now keys every object it pushes (bulk.c). */
 enum { ZM_SIZE = 48, ZM_N = 3000 };
 static void *zm_v[ZM_N], *zm_got;
 static sem_t zm_go, zm_done;
@@ -317,8 +317,8 @@ static void *zm_freezer(void *arg)
 	return NULL;
 }
 
-/* The thread is made first: pthread_create mallocs, and a slow path keys the zone. Between
- * free_bulk and the free() the calling thread makes no other call. */
+/* The thread is made first: pthread_create mallocs. Between free_bulk and the free() the
+ * calling thread makes no other call. */
 static void zm_child(void *arg)
 {
 	(void)arg;
@@ -340,7 +340,7 @@ static void zm_child(void *arg)
 	free(zm_v[10]); /* a double free */
 }
 
-static void case_zone_owner_moves(void)
+static void case_run_owner_moves(void)
 {
 	expect_report(zm_child, NULL, "free() of a free_bulk'ed object after another thread froze its slab");
 }
@@ -351,7 +351,7 @@ int main(int argc, char **argv)
 		{"mixed_threads", case_mixed_threads},
 		{"cross_thread_race", case_cross_thread_race},
 		{"small_not_reused", case_small_not_reused},
-		{"zone_owner_moves", case_zone_owner_moves},
+		{"run_owner_moves", case_run_owner_moves},
 	};
 	int failed = run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);
 	failed |= rerun_without_avx2(argv);
