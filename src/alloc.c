@@ -28,6 +28,7 @@
 #include "tcache.h"
 #include "thread.h"
 #include "trim.h"
+#include "typed.h"
 #include "types.h"
 #include "zero.h"
 
@@ -163,13 +164,15 @@ void sm_free_slow(void *p, unsigned form)
 		 * room: with SLUBMALLOC_STATS=1 the slabs send every free here (slab.c) */
 		struct stack *b = free_stack_in(tc, s);
 		bool remote = stack_is_remote(tc, b);
-		if ((s->cls < NCLASS && b->top != b->slots && b->top[-1] == p) ||
-		    (free_key_is_set(p) && sm_free_listed(tc, s, p)))
-			sm_fatal_in("double free", p, s->cache);
 		struct cache *c = s->cache;
+		if ((s->cls < NCLASS && b->top != b->slots && b->top[-1] == p) ||
+		    (free_key_is_set_at(p, c->koff) &&
+		     (s->cls < NCLASS ? sm_free_listed(tc, s, p) : sm_typed_listed(c, p))))
+			sm_fatal_in("double free", p, c);
 		uint32_t cap = tc->state == T_LIVE && s->cls < NCLASS ? stack_cap(b) : 0;
 		if (!cap) {
 			sm_count(c, EV_FREE_REMOTE, 1);
+			free_key_set_at(p, c->koff); /* on its slab's freelist, keyed: a free again is caught */
 			sm_free_to_slab(s, p);
 		} else {
 			if (stack_count(b) >= cap)

@@ -101,52 +101,36 @@ static __attribute__((noinline, target("avx2"))) size_t copy_ptrs_avx2(void **ds
  * (harden.h). free_bulk checks and sets it as free() does, one object after another: a pointer
  * whose key is already there ends its run, and free()'s slow path looks for it (the same
  * pointer twice in one array included: the first one's key is set by then).
- * A typed cache's objects keep their contents and carry no key: its runs check only that no
- * pointer equals the one before it. */
+ * A typed cache's objects have theirs at the cache's koff (past a ctor's body). */
 
-/* Sets p's free key, unless it is there already (false). */
-static inline bool key_take(void *p)
+/* Sets p's free key (at koff: 8, or a typed cache's), unless it is there already (false). */
+static inline bool key_take(void *p, uint32_t koff)
 {
-	if (unlikely(free_key_maybe_set(p)))
+	if (unlikely(free_key_maybe_set_at(p, koff)))
 		return false;
-	free_key_set(p);
+	free_key_set_at(p, koff);
 	return true;
 }
 
 /* Sets the key of v[0], v[1], ... until one already carries it; returns how many it set.
  * One after another, so a pointer twice in v finds the key its first copy got. Four a step,
  * with no loop branch between them. */
-static inline size_t keys_set(void *const *v, size_t n)
+static inline size_t keys_set(void *const *v, size_t n, uint32_t koff)
 {
 	size_t i = 0;
 	for (; i + 4 <= n; i += 4) {
-		if (unlikely(!key_take(v[i])))
+		if (unlikely(!key_take(v[i], koff)))
 			return i;
-		if (unlikely(!key_take(v[i + 1])))
+		if (unlikely(!key_take(v[i + 1], koff)))
 			return i + 1;
-		if (unlikely(!key_take(v[i + 2])))
+		if (unlikely(!key_take(v[i + 2], koff)))
 			return i + 2;
-		if (unlikely(!key_take(v[i + 3])))
+		if (unlikely(!key_take(v[i + 3], koff)))
 			return i + 3;
 	}
 	for (; i < n; i++)
-		if (unlikely(!key_take(v[i])))
+		if (unlikely(!key_take(v[i], koff)))
 			return i;
-	return n;
-}
-
-/* The objects handed out lose their free key (harden.h), as malloc's do. Four a step. */
-static inline size_t clear_keys(void *const *v, size_t n)
-{
-	size_t i = 0;
-	for (; i + 4 <= n; i += 4) {
-		free_key_clear(v[i]);
-		free_key_clear(v[i + 1]);
-		free_key_clear(v[i + 2]);
-		free_key_clear(v[i + 3]);
-	}
-	for (; i < n; i++)
-		free_key_clear(v[i]);
 	return n;
 }
 
@@ -166,7 +150,7 @@ static SM_COLD size_t alloc_slow(size_t size, size_t n, void **ptrs)
 		return alloc_each(size, n, ptrs);
 	size_t got = sm_take_n(&sm_g.caches[cls], tc->id, &tc->alloc_stack[cls], &tc->free_stack[cls],
 			       &tc->source[cls], ptrs, n);
-	return got == n ? clear_keys(ptrs, n) : take_fail(got, ptrs);
+	return got == n ? free_keys_clear(ptrs, n, 8) : take_fail(got, ptrs);
 }
 
 static SM_COLD size_t malloc_bulk_slow(size_t size, size_t n, void **ptrs)
@@ -192,10 +176,10 @@ static __attribute__((noinline)) size_t many(size_t size, size_t n, void **ptrs)
 		void **t = f->top, **floor = stack_floor_raw(f);
 		if (t > floor && (size_t)(t - floor) >= n) {
 			f->top = t -= n;
-			clear_keys(t, n);
+			free_keys_clear(t, n, 8);
 		} else if ((size_t)((t = b->top) - b->slots) >= n) {
 			b->top = t -= n;
-			clear_keys(t, n);
+			free_keys_clear(t, n, 8);
 		} else {
 			return malloc_bulk_slow(size, n, ptrs);
 		}
@@ -305,9 +289,10 @@ static __attribute__((noinline, target("avx2"))) void **typed_runs_avx2(struct t
 									void **src, void **end,
 									struct cache *c)
 {
-	if (likely(one_run(tc, src, (size_t)(end - src), c) == (size_t)(end - src)))
+	size_t k = one_run(tc, src, (size_t)(end - src), c);
+	if (likely(src + k == end))
 		return end;
-	return typed_runs_rest_avx2(tc, src, end, c);
+	return typed_runs_rest_avx2(tc, src + k, end, c);
 }
 
 #else
@@ -365,7 +350,7 @@ static inline size_t short_run(size_t n, void **ptrs)
 		return 0;
 	if (unlikely(!short_run_ok(d, ptrs, n, t[-1]))) /* the first passed run_start */
 		return 0;
-	size_t k = keys_set(ptrs, n);
+	size_t k = keys_set(ptrs, n, 8);
 	copy_ptrs(t, ptrs, k); /* all checked: one push */
 	b->top = t + k;
 	return k;

@@ -9,8 +9,8 @@
  * or end. With typed NULL, objects of the size classes go to the thread's stacks, as free()
  * would put them; with a typed cache (slub_cache_free_bulk: the caller has entered, and tc's
  * stacks serve it), every pointer must be an object of that cache, checked once per run, and
- * goes to its typed_free. A run for a size class's stack ends at the first pointer whose free
- * key is already there; the others get it (keys_set, bulk.c). A typed cache's objects carry none.
+ * goes to its typed_free. A run ends at the first pointer whose free key is already there; the
+ * others get it (keys_set, bulk.c; a typed cache's key is at its koff).
  * A run is a stretch of pointers into one slab, checked against the descriptor d of the first
  * one's page, whose read-only fields are read once per run. run_start (bulk.c) checks the
  * first pointer as free() does (ours, an object: a page of no slab fails it, so d is a slab's
@@ -78,8 +78,8 @@ static RUNS_ATTR bool group_at(const struct run_vec *v, void *const *src, __m256
 /* The common case first: the n (>= 4) pointers at src as one run, all objects of the first
  * one's slab, with room for all of them on the stack. Checks every pointer as the runs do, in
  * groups of four (the last group overlaps the one before it when 4 does not divide n), and
- * stores each group above the stack's top as it goes. Then the keys (none for a typed cache):
- * the run ends before the first pointer whose key is already there. Returns how many it pushed
+ * stores each group above the stack's top as it goes. Then the keys: the run ends before the
+ * first pointer whose key is already there. Returns how many it pushed
  * from src's start: n, or fewer (0 when a check failed), for the runs to go on from there. */
 static RUNS_ATTR size_t one_run(struct tcache *tc, void **src, size_t n, struct cache *typed)
 {
@@ -101,7 +101,7 @@ static RUNS_ATTR size_t one_run(struct tcache *tc, void **src, size_t n, struct 
 		j = j + 8 <= n ? j + 4 : n - 4;
 		before = bcast64(&src[j - 1]);
 	}
-	size_t k = typed ? n : keys_set(src, n);
+	size_t k = keys_set(src, n, typed ? typed->koff : 8);
 	b->top = dst + k;
 	return k;
 }
@@ -125,6 +125,7 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 		uint64_t inverse = d->inverse, bad_q_bits = d->bad_q_bits, objects = d->objects;
 		unsigned k = d->shift;
 		void **stop = end;
+		uint32_t koff = typed ? typed->koff : 8;
 		if (unlikely(end - src > room))
 			stop = src + room;
 		void *top = dst[-1];
@@ -139,7 +140,7 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 				__m256i before = bcast64(j ? &src[4 * j - 1] : &dst[-1]);
 				if (!group_at(&v, src + 4 * j, before, dst + 4 * j))
 					break;
-				size_t kept = typed ? 4 : keys_set(src + 4 * j, 4);
+				size_t kept = keys_set(src + 4 * j, 4, koff);
 				if (unlikely(kept != 4)) { /* the run ends before a key already there */
 					src += 4 * j + kept;
 					dst += 4 * j + kept;
@@ -156,11 +157,9 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 			uint64_t q = ((uintptr_t)o - lo) * inverse; /* slab_index(), d's fields hoisted */
 			if ((q & bad_q_bits) || (q >> k) >= objects || o == top)
 				break;
-			if (!typed) {
-				if (unlikely(free_key_maybe_set(o)))
-					break;
-				free_key_set(o);
-			}
+			if (unlikely(free_key_maybe_set_at(o, koff)))
+				break;
+			free_key_set_at(o, koff);
 			*dst++ = top = o;
 		}
 #if RUNS_VEC

@@ -23,7 +23,7 @@ static bool in_stack(const struct stack *b, const void *p)
 
 /* Whether p is on the chain from head (links at fpoff), following at most n links, each of
  * them an object of slab s. */
-static bool in_chain(const struct slab *s, void *head, uint32_t fpoff, uint64_t n, const void *p)
+bool sm_in_chain(const struct slab *s, void *head, uint32_t fpoff, uint64_t n, const void *p)
 {
 	for (void *o = head; o && n--; o = fp_get(o, fpoff)) {
 		if (o == p)
@@ -44,9 +44,9 @@ bool sm_free_listed(struct tcache *tc, struct slab *d, void *p)
 			return true;
 		/* the spill chain holds objects of the active slab only */
 		struct source *source = &tc->source[cls];
-		if (source->spill && source->active == s && in_chain(s, source->spill, 0, source->nspill, p))
+		if (source->spill && source->active == s && sm_in_chain(s, source->spill, 0, source->nspill, p))
 			return true;
 	}
 	void *head = (void *)__atomic_load_n(&s->word.lo, __ATOMIC_ACQUIRE);
-	return in_chain(s, head, s->cache->fpoff, s->objects, p);
+	return sm_in_chain(s, head, s->cache->fpoff, s->objects, p);
 }

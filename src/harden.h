@@ -11,6 +11,8 @@
 #pragma GCC visibility push(hidden)
 
 bool sm_free_listed(struct tcache *tc, struct slab *d, void *p); /* p (key set) free here? */
+/* Whether p is on the chain from head (links at fpoff), within n links of slab s's objects. */
+bool sm_in_chain(const struct slab *s, void *head, uint32_t fpoff, uint64_t n, const void *p);
 
 /* ---- the free key: double frees caught in the default mode ----
  * free() stores FREE_KEY in word 1 of each object it pushes on a thread stack (and a refill
@@ -46,6 +48,40 @@ static inline void *free_key_clear(void *p)
 {
 	((uint64_t *)p)[1] = 0;
 	return p;
+}
+
+/* The same at byte offset off (a multiple of 8): a typed cache's key (struct cache's koff). */
+static inline bool free_key_maybe_set_at(const void *p, uint32_t off)
+{
+	return ((const uint8_t *)p)[off] == FREE_KEY_BYTE;
+}
+static inline bool free_key_is_set_at(const void *p, uint32_t off)
+{
+	return *(const uint64_t *)(const void *)((const char *)p + off) == FREE_KEY;
+}
+static inline void free_key_set_at(void *p, uint32_t off)
+{
+	*(uint64_t *)(void *)((char *)p + off) = FREE_KEY;
+}
+static inline void free_key_clear_at(void *p, uint32_t off)
+{
+	*(uint64_t *)(void *)((char *)p + off) = 0;
+}
+
+/* The n objects at v, handed out, lose their keys (at off), as malloc's do; four a step, with
+ * no loop branch between them. Returns n. */
+static inline size_t free_keys_clear(void *const *v, size_t n, uint32_t off)
+{
+	size_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		free_key_clear_at(v[i], off);
+		free_key_clear_at(v[i + 1], off);
+		free_key_clear_at(v[i + 2], off);
+		free_key_clear_at(v[i + 3], off);
+	}
+	for (; i < n; i++)
+		free_key_clear_at(v[i], off);
+	return n;
 }
 
 #pragma GCC visibility pop

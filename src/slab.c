@@ -40,6 +40,7 @@ void sm_cache_setup(struct cache *c, const char *name, uint32_t size, uint16_t c
 	memset(c, 0, sizeof *c);
 	c->size = size;
 	c->cls = cls;
+	c->koff = 8;
 	c->pages = pages_for(size);
 	c->objects = (uint32_t)(((uint64_t)c->pages << SPAGE_SHIFT) / size);
 	c->shift = (uint8_t)__builtin_ctz(size);

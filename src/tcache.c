@@ -146,10 +146,9 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct source *source, void **
 				if (c->ctor)
 					for (uint32_t i = 0; i < n; i++)
 						c->ctor(out[i]);
-				else if (c->cls < NCLASS && !c->debug) /* keyed as freed ones are:
-									* a free of one is caught */
+				if (!c->debug) /* keyed as freed ones are: a free of one is caught */
 					for (uint32_t i = 0; i < n; i++)
-						free_key_set(out[i]);
+						free_key_set_at(out[i], c->koff);
 				return n;
 			}
 			if (!sm_slab_unfreeze_full(s))

@@ -6,6 +6,9 @@
  * (typed_source). They are touched only inside the slub_cache_* calls. free() of a typed
  * object is accepted too: its slab says cls NCLASS, whose thread stack is always empty, so it
  * goes straight back to its slab.
+ * Each object carries the free key (harden.h) while it is free: at koff, word 1, or the word
+ * after a ctor cache's free pointer. Every free checks and sets it, every allocation clears
+ * it, so a double free is found as free() finds one.
  *
  * DESTROY WITH OTHER THREADS ALIVE (the kernel flushes every CPU's cache; so must we):
  *   caller of a slub_cache_* call on c:  sm_typed_in = c (TLS; tcache.typed_in points to it);
@@ -38,6 +41,7 @@
 #include "engine.h"
 #include "fastpath.h"
 #include "freelist.h"
+#include "harden.h"
 #include "lock.h"
 #include "platform.h"
 #include "region.h"
@@ -150,7 +154,7 @@ SM_EXPORT struct slub_cache *slub_cache_create(const char *name, size_t size, si
 	}
 	size_t body = (size + align - 1) & ~(align - 1);
 	size_t fpoff = ctor ? ((body + 7) & ~(size_t)7) : 0; /* keep the ctor's work intact */
-	size_t slot = ctor ? ((fpoff + 8 + align - 1) & ~(align - 1)) : body;
+	size_t slot = ctor ? ((fpoff + 16 + align - 1) & ~(align - 1)) : body; /* link, key */
 	if (slot < 16)
 		slot = 16;
 	if (slot > MAX_SMALL || body > TYPED_MAX)
@@ -170,6 +174,7 @@ SM_EXPORT struct slub_cache *slub_cache_create(const char *name, size_t size, si
 	sm_cache_setup(c, name, (uint32_t)slot, NCLASS);
 	c->id = (uint16_t)id;
 	c->fpoff = (uint32_t)fpoff;
+	c->koff = (uint32_t)(ctor ? fpoff + 8 : 8);
 	c->ctor = ctor;
 	c->flags = flags;
 	table[id] = c;
@@ -207,6 +212,43 @@ static void used_after_destroy(const struct cache *c)
 	sm_fatal(c->name, c, "");
 }
 
+static bool in_stack(const struct stack *b, const void *p)
+{
+	for (void **v = b->slots; v < b->top; v++)
+		if (*v == p)
+			return true;
+	return false;
+}
+
+/* Whether p, an object of c with its key set, is free: on tc's stacks or spill chain for c (tc
+ * entered, or the orphan locked), or on its slab's freelist (sm_free_listed). */
+static bool typed_listed(struct tcache *tc, struct cache *c, void *p)
+{
+	unsigned id = c->id;
+	struct slab *s = slab_of((uintptr_t)p);
+	if (tc->typed_for[id] == c && !c->dead) {
+		struct source *source = &tc->typed_source[id];
+		if (in_stack(&tc->typed_alloc[id], p) || in_stack(&tc->typed_free[id], p) ||
+		    (source->spill && source->active == s &&
+		     sm_in_chain(s, source->spill, c->fpoff, source->nspill, p)))
+			return true;
+	}
+	return sm_free_listed(tc, s, p);
+}
+
+/* free() of an object of a typed cache with its key set: whether it is free (double free).
+ * Inside a typed call (a ctor's free()) or in a thread without a cache: its slab only. */
+bool sm_typed_listed(struct cache *c, void *p)
+{
+	struct tcache *tc = sm_tcp;
+	if (tc->state != T_LIVE || __atomic_load_n(&sm_typed_in, __ATOMIC_RELAXED))
+		return sm_free_listed(tc, slab_of((uintptr_t)p), p);
+	enter(c);
+	bool listed = typed_listed(tc, c, p);
+	leave();
+	return listed;
+}
+
 static inline void *zeroed(const struct cache *c, void *p)
 {
 	if (p && (c->flags & SLUB_ZERO))
@@ -226,28 +268,32 @@ static size_t take(struct tcache *tc, struct cache *c, size_t n, void **out)
 	size_t got = sm_take_n(c, 0, &tc->typed_alloc[id], &tc->typed_free[id], &tc->typed_source[id],
 			       out, n);
 	if (got == n)
-		return n;
+		return free_keys_clear(out, n, c->koff);
 	/* out of memory: give back what was taken */
 	for (size_t i = 0; i < got; i++)
 		sm_free_to_slab(slab_of((uintptr_t)out[i]), out[i]);
 	return 0;
 }
 
-/* Put n objects of c on tc's free stack for it (tc entered, or the orphan locked). */
+/* Put n objects of c on tc's free stack for it (tc entered, or the orphan locked). Each gets
+ * its free key, one after another: one that has it already and is free here (a pointer twice in
+ * ptrs too) is a double free. */
 static void put(struct tcache *tc, struct cache *c, size_t n, void **ptrs)
 {
 	unsigned id = c->id;
 	struct stack *b = &tc->typed_free[id];
-	if (c->dead || tc->typed_for[id] != c) { /* no stack for c here: straight to the slabs */
-		sm_free_array(ptrs, n);
-		return;
-	}
+	bool here = !c->dead && tc->typed_for[id] == c; /* else straight to the slabs */
 	for (size_t i = 0; i < n; i++) {
 		void *p = ptrs[i];
 		if (!p)
 			continue;
-		if (b->top != b->slots && b->top[-1] == p)
+		if (free_key_is_set_at(p, c->koff) && typed_listed(tc, c, p))
 			sm_fatal_in("double free", p, c);
+		free_key_set_at(p, c->koff);
+		if (!here) {
+			sm_free_to_slab(slab_of((uintptr_t)p), p);
+			continue;
+		}
 		if (b->top == b->lim && tc->typed_alloc[id].top == tc->typed_alloc[id].slots) {
 			stack_swap(&tc->typed_alloc[id], b); /* these become the allocation stack */
 		} else if (b->top == b->lim) { /* the older half goes back, grouped by slab */
@@ -343,6 +389,7 @@ static inline __attribute__((always_inline)) void *alloc_one(struct cache *c)
 		b->top = --t;
 		void *p = *t;
 		leave();
+		free_key_clear_at(p, c->koff);
 		return zeroed(c, p);
 	}
 	leave();
@@ -357,18 +404,19 @@ static inline __attribute__((always_inline)) void free_one(struct cache *c, void
 	if (unlikely(!p))
 		return;
 	if (likely(region_is_ours(a) && is_object(d = page_desc(a), a) &&
-		   d->cache == c)) {
+		   d->cache == c && !free_key_maybe_set_at(p, c->koff))) {
 		struct tcache *tc = sm_tcp;
 		unsigned id = c->id;
 		struct stack *b = &tc->typed_free[id];
 		enter(c);
 		if (likely(serves(tc, c, id) && stack_push(b, p))) {
 			leave();
+			free_key_set_at(p, c->koff);
 			return;
 		}
 		leave();
 	}
-	free_one_slow(c, p); /* report, flush, or a thread without a stack for c */
+	free_one_slow(c, p); /* report, key search, flush, or a thread without a stack for c */
 }
 
 SM_EXPORT SM_HOT void *slub_cache_alloc(struct slub_cache *sc)
@@ -408,6 +456,7 @@ static __attribute__((noinline)) size_t alloc_bulk(struct cache *c, size_t n, vo
 	if (likely(serves(tc, c, id) && (size_t)(t - b->slots) >= n)) { /* one copy from the top */
 		b->top = t -= n;
 		leave(); /* t[0, n) are no longer the stack's: the copy needs no guard */
+		free_keys_clear(t, n, c->koff);
 		if (unlikely(c->flags & SLUB_ZERO))
 			return copy_zeroed(c, ptrs, t, n);
 		if (n < SHORT_BULK) { /* inline, as malloc_bulk's (bulk.c) */
@@ -482,7 +531,11 @@ static inline bool free_short(struct cache *c, size_t n, void **ptrs)
 	void **t = b->top;
 	bool ok = serves(tc, c, id) && b->lim - t >= (ptrdiff_t)n &&
 		  short_run_ok(d, ptrs, n, t[-1]);
+	for (size_t i = 0; ok && i < n; i++) /* no key there yet, and none twice (ptrs[0] == ptrs[2]) */
+		ok = !free_key_maybe_set_at(ptrs[i], c->koff) && (i < 2 || ptrs[i] != ptrs[0]);
 	if (likely(ok)) {
+		for (size_t i = 0; i < n; i++)
+			free_key_set_at(ptrs[i], c->koff);
 		copy_ptrs(t, ptrs, n); /* one push */
 		b->top = t + n;
 	}

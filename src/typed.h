@@ -15,6 +15,7 @@ void sm_typed_lock_all(void);
 void sm_typed_unlock_all(bool reinit);
 void sm_typed_registry_walk(void (*fn)(struct tcache *tc, void *arg), void *arg); /* its lock */
 bool sm_typed_copy(unsigned id, struct cache *out);  /* typed cache id, if alive */
+bool sm_typed_listed(struct cache *c, void *p);      /* free() of c's object p, key set: free? */
 
 #pragma GCC visibility pop
 

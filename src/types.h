@@ -141,6 +141,8 @@ struct cache {
 	uint32_t first_want;   /* a thread's first refill: half of cap, at most FIRST_REFILL_BYTES
 				* of objects, at least one (sm_refill) */
 	uint32_t fpoff;        /* where a free object keeps its free pointer (past a ctor's body) */
+	uint32_t koff;         /* where it keeps its free key (harden.h): word 1, or the word after
+				* a ctor cache's free pointer */
 	uint64_t inverse;      /* slab_index's multiplier (struct slab) */
 	uint8_t shift;
 	uint16_t cls;

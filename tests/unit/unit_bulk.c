@@ -596,6 +596,28 @@ static void case_bulk_again(void)
 		}
 }
 
+/* An object whose word 1 starts with the key's byte (the program's data: src/harden.h's
+ * FREE_KEY, 0x9e3779b9, low byte first) ends a run: the slow path finds it is not free and
+ * frees it. Every object is freed once, and comes back once. */
+#define FREE_KEY_LOOKALIKE 0xb9
+static void case_key_lookalike(void)
+{
+	enum { N = 33 };
+	for (int round = 0; round < 4; round++) {
+		void *v[N], *w[4 * N];
+		CHECK(malloc_bulk(64, N, v) == N, "malloc_bulk(64, %d)", N);
+		size_t at[] = {0, 5, 16, N - 1};
+		for (int k = 0; k <= round; k++)
+			((unsigned char *)v[at[k]])[8] = (unsigned char)FREE_KEY_LOOKALIKE;
+		free_bulk(N, v);
+		CHECK(malloc_bulk(64, 4 * N, w) == 4 * N, "malloc_bulk(64, %d)", 4 * N);
+		qsort(w, 4 * N, sizeof *w, cmp_ptr);
+		for (size_t i = 1; i < 4 * N; i++)
+			CHECK(w[i - 1] != w[i], "round %d: %p handed out twice", round, w[i]);
+		free_bulk(4 * N, w);
+	}
+}
+
 /* ---- randomized: bulk calls against the equivalent single calls ---- */
 struct arm {
 	void **p;
@@ -735,6 +757,7 @@ int main(int argc, char **argv)
 		{"short_arrays", case_short_arrays},
 		{"run_then_free", case_run_then_free},
 		{"bulk_again", case_bulk_again},
+		{"key_lookalike", case_key_lookalike},
 		{"random_vs_single", case_random_vs_single},
 	};
 	int failed = run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);

@@ -536,6 +536,99 @@ static void case_enomem(void)
 	free(err);
 }
 
+/* ---- a double free of a typed object is reported, however it comes ----
+ * A cache with a constructor (its key lies past the object) and one without (word 1), objects
+ * of 48 bytes. The object freed twice: by slub_cache_free with another free between, by free(),
+ * by slub_cache_free_bulk twice, twice in one slub_cache_free_bulk (not side by side), and by
+ * slub_cache_free then free(). */
+static void ctor48(void *p)
+{
+	memset(p, 0x5c, 48);
+}
+
+struct twice_case {
+	int ctor; /* 0, 1 */
+	int how;  /* 0..4, as above */
+	size_t n; /* bulk lengths */
+};
+
+static void typed_twice(void *arg)
+{
+	const struct twice_case *t = arg;
+	struct slub_cache *c = slub_cache_create("twice", 48, 0, 0, t->ctor ? ctor48 : NULL);
+	CHECK(c, "slub_cache_create");
+	enum { MAXN = 40 };
+	void *v[MAXN + 1];
+	size_t n = t->n;
+	CHECK(slub_cache_alloc_bulk(c, n, v) == n, "slub_cache_alloc_bulk(%zu)", n);
+	switch (t->how) {
+	case 0:
+		slub_cache_free(c, v[0]);
+		slub_cache_free(c, v[1]);
+		slub_cache_free(c, v[0]);
+		break;
+	case 1:
+		free(v[0]);
+		free(v[1]);
+		free(v[0]);
+		break;
+	case 2:
+		slub_cache_free_bulk(c, n, v);
+		slub_cache_free_bulk(c, n, v);
+		break;
+	case 3:
+		v[n] = v[n / 2];
+		slub_cache_free_bulk(c, n + 1, v);
+		break;
+	case 4:
+		slub_cache_free(c, v[n - 1]);
+		slub_cache_free(c, v[0]);
+		free(v[n - 1]);
+		break;
+	}
+}
+
+static void case_double_free(void)
+{
+	static const size_t lens[] = {2, 3, 8, 33};
+	for (int ctor = 0; ctor <= 1; ctor++)
+		for (int how = 0; how <= 4; how++)
+			for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+				struct twice_case t = {ctor, how, lens[li]};
+				char what[96];
+				snprintf(what, sizeof what, "typed double free (ctor %d, case %d, n %zu)",
+					 ctor, how, t.n);
+				expect_report(typed_twice, &t, what);
+			}
+	/* a word 1 that starts with the key's byte (0xb9: the program's data) is no double free */
+	struct slub_cache *k = slub_cache_create("lookalike", 64, 0, 0, NULL);
+	CHECK(k, "slub_cache_create");
+	void *u[33], *w[132];
+	CHECK(slub_cache_alloc_bulk(k, 33, u) == 33, "slub_cache_alloc_bulk");
+	((unsigned char *)u[0])[8] = 0xb9;
+	((unsigned char *)u[16])[8] = 0xb9;
+	slub_cache_free_bulk(k, 33, u);
+	CHECK(slub_cache_alloc_bulk(k, 132, w) == 132, "slub_cache_alloc_bulk");
+	qsort(w, 132, sizeof *w, cmp_ptr);
+	for (size_t i = 1; i < 132; i++)
+		CHECK(w[i - 1] != w[i], "%p handed out twice", w[i]);
+	slub_cache_free_bulk(k, 132, w);
+	slub_cache_destroy(k);
+	/* the constructed state survives a free and the next allocation, with the key past it */
+	struct slub_cache *c = slub_cache_create("kept", 48, 0, 0, ctor48);
+	CHECK(c, "slub_cache_create");
+	for (int round = 0; round < 3; round++) {
+		void *v[64];
+		CHECK(slub_cache_alloc_bulk(c, 64, v) == 64, "slub_cache_alloc_bulk");
+		for (int i = 0; i < 64; i++)
+			for (int k = 0; k < 48; k++)
+				CHECK(((unsigned char *)v[i])[k] == 0x5c, "round %d: object %d byte %d not the ctor's",
+				      round, i, k);
+		slub_cache_free_bulk(c, 64, v);
+	}
+	slub_cache_destroy(c);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -550,6 +643,7 @@ int main(int argc, char **argv)
 		{"create_destroy_many", case_create_destroy_many},
 		{"bad_args", case_bad_args},
 		{"enomem", case_enomem},
+		{"double_free", case_double_free},
 	};
 	int failed = run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);
 	failed |= rerun_without_avx2(argv);
