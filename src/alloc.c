@@ -158,7 +158,7 @@ void sm_free_slow(void *p, unsigned form)
 		if (!s || slab_index(s, a) == UINT32_MAX)
 			sm_fatal("invalid free", p, "(not the start of an object of slubmalloc)");
 		struct tcache *tc = sm_tcp;
-			if (tc->state == T_NEW)
+		if (tc->state == T_NEW)
 			tc = sm_thread_start();
 		/* the fastpath's push (fastpath.h), to the stack it picks, with that stack's own
 		 * room: with SLUBMALLOC_STATS=1 the slabs send every free here (slab.c) */
