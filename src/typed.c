@@ -480,8 +480,10 @@ SM_EXPORT SM_HOT size_t slub_cache_alloc_bulk(struct slub_cache *sc, size_t n, v
 		void **t = b->top;
 		if (likely(serves(tc, c, id) && t != b->slots && !(c->flags & SLUB_ZERO))) {
 			b->top = --t;
-			ptrs[0] = *t;
+			void *p = *t;
 			leave();
+			free_key_clear_at(p, c->koff);
+			ptrs[0] = p;
 			return 1;
 		}
 		leave();
