@@ -13,7 +13,7 @@
 #include "slab.h"
 #include "types.h"
 
-static bool in_stack(const struct stack *b, const void *p)
+bool sm_in_stack(const struct stack *b, const void *p)
 {
 	for (void **v = b->slots; v < b->top; v++)
 		if (*v == p)
@@ -39,8 +39,8 @@ bool sm_free_listed(struct tcache *tc, struct slab *d, void *p)
 	struct slab *s = d->head;
 	unsigned cls = s->cls;
 	if (cls < NCLASS && tc->state == T_LIVE) {
-		if (in_stack(&tc->alloc_stack[cls], p) || in_stack(&tc->free_stack[cls], p) ||
-		    in_stack(&tc->remote_stack[cls], p))
+		if (sm_in_stack(&tc->alloc_stack[cls], p) || sm_in_stack(&tc->free_stack[cls], p) ||
+		    sm_in_stack(&tc->remote_stack[cls], p))
 			return true;
 		/* the spill chain holds objects of the active slab only */
 		struct source *source = &tc->source[cls];

@@ -11,6 +11,7 @@
 #pragma GCC visibility push(hidden)
 
 bool sm_free_listed(struct tcache *tc, struct slab *d, void *p); /* p (key set) free here? */
+bool sm_in_stack(const struct stack *b, const void *p); /* p among b's objects? */
 /* Whether p is on the chain from head (links at fpoff), within n links of slab s's objects. */
 bool sm_in_chain(const struct slab *s, void *head, uint32_t fpoff, uint64_t n, const void *p);
 
@@ -26,31 +27,13 @@ bool sm_in_chain(const struct slab *s, void *head, uint32_t fpoff, uint64_t n, c
  * its free to the search, and one that overwrites it defeats any key. */
 #define FREE_KEY ((uint64_t)(int64_t)(int32_t)0x9e3779b9u)
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the key's first byte is its low one");
-static inline bool free_key_is_set(const void *p)
-{
-	return ((const uint64_t *)p)[1] == FREE_KEY;
-}
 /* free's fastpath tests the key's first byte only (FREE_KEY_BYTE, at offset 8). A byte load
  * is forwarded from any recent store that covers it; an 8-byte load over two smaller stores
  * waits for them to reach the cache (cfrac_like's 4-byte limbs: 59% of free's samples).
  * The byte is odd, so no aligned pointer's low byte, and no ASCII. A match takes the slow
  * path, which compares the whole key. */
 #define FREE_KEY_BYTE ((uint8_t)FREE_KEY)
-static inline bool free_key_maybe_set(const void *p)
-{
-	return ((const uint8_t *)p)[8] == FREE_KEY_BYTE;
-}
-static inline void free_key_set(void *p)
-{
-	((uint64_t *)p)[1] = FREE_KEY;
-}
-static inline void *free_key_clear(void *p)
-{
-	((uint64_t *)p)[1] = 0;
-	return p;
-}
-
-/* The same at byte offset off (a multiple of 8): a typed cache's key (struct cache's koff). */
+/* The key at byte offset off (a multiple of 8): 8 for the size classes, a typed cache's koff. */
 static inline bool free_key_maybe_set_at(const void *p, uint32_t off)
 {
 	return ((const uint8_t *)p)[off] == FREE_KEY_BYTE;
@@ -66,6 +49,24 @@ static inline void free_key_set_at(void *p, uint32_t off)
 static inline void free_key_clear_at(void *p, uint32_t off)
 {
 	*(uint64_t *)(void *)((char *)p + off) = 0;
+}
+/* The size classes' key, in word 1. */
+static inline bool free_key_is_set(const void *p)
+{
+	return free_key_is_set_at(p, 8);
+}
+static inline bool free_key_maybe_set(const void *p)
+{
+	return free_key_maybe_set_at(p, 8);
+}
+static inline void free_key_set(void *p)
+{
+	free_key_set_at(p, 8);
+}
+static inline void *free_key_clear(void *p)
+{
+	free_key_clear_at(p, 8);
+	return p;
 }
 
 /* The n objects at v, handed out, lose their keys (at off), as malloc's do; four a step, with

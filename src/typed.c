@@ -212,14 +212,6 @@ static void used_after_destroy(const struct cache *c)
 	sm_fatal(c->name, c, "");
 }
 
-static bool in_stack(const struct stack *b, const void *p)
-{
-	for (void **v = b->slots; v < b->top; v++)
-		if (*v == p)
-			return true;
-	return false;
-}
-
 /* Whether p, an object of c with its key set, is free: on tc's stacks or spill chain for c (tc
  * entered, or the orphan locked), or on its slab's freelist (sm_free_listed). */
 static bool typed_listed(struct tcache *tc, struct cache *c, void *p)
@@ -228,7 +220,7 @@ static bool typed_listed(struct tcache *tc, struct cache *c, void *p)
 	struct slab *s = slab_of((uintptr_t)p);
 	if (tc->typed_for[id] == c && !c->dead) {
 		struct source *source = &tc->typed_source[id];
-		if (in_stack(&tc->typed_alloc[id], p) || in_stack(&tc->typed_free[id], p) ||
+		if (sm_in_stack(&tc->typed_alloc[id], p) || sm_in_stack(&tc->typed_free[id], p) ||
 		    (source->spill && source->active == s &&
 		     sm_in_chain(s, source->spill, c->fpoff, source->nspill, p)))
 			return true;
