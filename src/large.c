@@ -512,12 +512,10 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 		sm_stat_large_req += size;
 	live_add(1, (int64_t)len);
 	sm_unlock(&large_lock);
-	if (zero && dirty) {
-		if (len >= LARGE_PURGE_ZERO)
-			sm_os_purge((void *)base, len); /* zero pages on demand, not a memset now */
-		else
-			memset((void *)base, 0, size);
-	}
+	/* a big range: zero pages on demand, not a memset now; but locked pages stay as they
+	 * were (mlockall), and get the memset */
+	if (zero && dirty && (len < LARGE_PURGE_ZERO || !sm_os_purge((void *)base, len)))
+		memset((void *)base, 0, size);
 	return (void *)base;
 }
 

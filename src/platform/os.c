@@ -91,9 +91,9 @@ void sm_os_unmap(void *p, size_t size)
 	munmap(p, size);
 }
 
-void sm_os_purge(void *p, size_t size)
+bool sm_os_purge(void *p, size_t size)
 {
-	madvise(p, size, MADV_DONTNEED);
+	return madvise(p, size, MADV_DONTNEED) == 0;
 }
 
 /* mincore, a chunk of pages at a time (its vector is on the stack). p is page-aligned. */

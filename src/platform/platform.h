@@ -40,7 +40,9 @@ void *sm_os_reserve(size_t size);                   /* address space only: every
 bool sm_os_protect(void *p, size_t size, bool rw);  /* read-write, or no access at all; false:
 						     * failed (ENOMEM: too many mappings) */
 void sm_os_unmap(void *p, size_t size);
-void sm_os_purge(void *p, size_t size);             /* the pages go back; the range stays */
+bool sm_os_purge(void *p, size_t size);             /* the pages go back; the range stays and
+						     * reads as zero. false: they stayed, as
+						     * they were (locked: mlockall) */
 size_t sm_os_resident(const void *p, size_t size);  /* bytes of [p, p + size) in memory (mincore) */
 void *sm_os_remap(void *p, size_t old, size_t size); /* may move; the pages move along */
 void sm_os_hugepages(void *p, size_t size, bool on);  /* allow or refuse transparent huge pages */
