@@ -34,7 +34,7 @@
 
 /* An object of class cls for a request of req bytes; caller: the return address of the
  * public entry point (debug caches record it). */
-static void *alloc_class(unsigned cls, size_t req, void *caller, unsigned form)
+static void *alloc_class(unsigned cls, size_t req, void *caller, unsigned form, bool *zero)
 {
 	if (unlikely(sm_g.caches[cls].debug))
 		return sm_debug_alloc(&sm_g.caches[cls], req, caller, form);
@@ -66,6 +66,8 @@ static void *alloc_class(unsigned cls, size_t req, void *caller, unsigned form)
 	if (!p)
 		return errno = ENOMEM, NULL;
 	sm_count(&sm_g.caches[cls], EV_BYTES, req);
+	if (zero)
+		*zero = free_key_zero(p);
 	return free_key_clear(p);
 }
 
@@ -101,31 +103,14 @@ static SM_COLD void *no_region(unsigned cls, size_t size, size_t align)
 {
 	void *p = NULL;
 	if (sm_trim())
-		p = alloc_class(cls, size, NULL, FORM_C);
+		p = alloc_class(cls, size, NULL, FORM_C, NULL);
 	return p ? p : alloc_large(size, align, false);
 }
 
-/* malloc's fastpath found nothing it may pop: the allocation stack is empty, and the free
- * stack is empty or held; or another thread poked them (sm_poke), and the thread's cache
- * drains first. A free stack with objects becomes the allocation stack (stack_swap) and
- * malloc takes its top; else the slow path. */
-void *sm_alloc_swap(struct stack *b, size_t size, unsigned form)
-{
-	struct tcache *tc = sm_tcp;
-	struct stack *f = free_stack_beside(b);
-	if (unlikely(stack_poked(b) || stack_poked(f)))
-		sm_trim_self(tc);
-	if (unlikely(sm_sampling))
-		return sm_sample_swap(b, size, form);
-	if (f->top == f->slots)
-		return sm_alloc_slow(size, form);
-	stack_swap(b, f);
-	return free_key_clear(*--b->top);
-}
-
-/* The fastpaths call the slow halves last (a tail call), so __builtin_return_address(0) here
- * is, in an optimised build, the caller of malloc/free itself. */
-__attribute__((noinline)) void *sm_alloc_slow(size_t size, unsigned form)
+/* malloc's slow path; caller: the program's call, for debug caches; zero: calloc's (alloc_pop),
+ * told when the object reads as zero. */
+static inline __attribute__((always_inline)) void *alloc_slow(size_t size, unsigned form,
+							       void *caller, bool *zero)
 {
 	if (unlikely(!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE)))
 		sm_init();
@@ -138,8 +123,46 @@ __attribute__((noinline)) void *sm_alloc_slow(size_t size, unsigned form)
 			return z;
 	}
 	unsigned cls = sm_size_to_class(size);
-	void *p = alloc_class(cls, size, __builtin_return_address(0), form);
+	void *p = alloc_class(cls, size, caller, form, zero);
 	return likely(p) ? p : no_region(cls, size, 0);
+}
+
+/* malloc's fastpath found nothing it may pop: the allocation stack is empty, and the free
+ * stack is empty or held; or another thread poked them (sm_poke), and the thread's cache
+ * drains first. A free stack with objects becomes the allocation stack (stack_swap) and
+ * malloc takes its top; else the slow path. */
+static inline __attribute__((always_inline)) void *alloc_swap(struct stack *b, size_t size,
+							       unsigned form, void *caller,
+							       bool *zero)
+{
+	struct tcache *tc = sm_tcp;
+	struct stack *f = free_stack_beside(b);
+	if (unlikely(stack_poked(b) || stack_poked(f)))
+		sm_trim_self(tc);
+	if (unlikely(sm_sampling))
+		return sm_sample_swap(b, size, form);
+	if (f->top == f->slots)
+		return alloc_slow(size, form, caller, zero);
+	stack_swap(b, f);
+	return free_key_clear(*--b->top);
+}
+
+/* The fastpaths call the slow halves last (a tail call), so __builtin_return_address(0) here
+ * is, in an optimised build, the caller of malloc/free itself. */
+__attribute__((noinline)) void *sm_alloc_swap(struct stack *b, size_t size, unsigned form)
+{
+	return alloc_swap(b, size, form, __builtin_return_address(0), NULL);
+}
+
+/* calloc's (alloc_pop): the same, and a refill's object may read as zero. */
+__attribute__((noinline)) void *sm_alloc_swap_zero(struct stack *b, size_t size, bool *zero)
+{
+	return alloc_swap(b, size, FORM_C, __builtin_return_address(0), zero);
+}
+
+__attribute__((noinline)) void *sm_alloc_slow(size_t size, unsigned form)
+{
+	return alloc_slow(size, form, __builtin_return_address(0), NULL);
 }
 
 void sm_free_slow(void *p, unsigned form)
@@ -251,8 +274,9 @@ void *sm_calloc(size_t n, size_t size)
 			sm_init();
 		return alloc_large(total, 0, true);
 	}
-	void *p = sm_alloc_counted(total);
-	if (p)
+	bool zero = false; /* an object carved from pages that read as zero: no memset */
+	void *p = sm_alloc_counted_zero(total, &zero);
+	if (p && !zero)
 		memset(p, 0, total);
 	return p;
 }
@@ -310,7 +334,7 @@ void *sm_memalign(size_t align, size_t size)
 				}
 			}
 		}
-		void *p = alloc_class(cls, size, __builtin_return_address(0), FORM_C);
+		void *p = alloc_class(cls, size, __builtin_return_address(0), FORM_C, NULL);
 		if (unlikely(sm_opt.prof))
 			sm_sample_skip(cls); /* (counted above, not again for its class) */
 		return likely(p) ? p : no_region(cls, size, align);

@@ -14,6 +14,7 @@
 /* form (enum form): the call's, for SLUBMALLOC_DEBUG's M; FORM_C for the C calls */
 void *sm_alloc_slow(size_t size, unsigned form);
 void *sm_alloc_swap(struct stack *b, size_t size, unsigned form); /* malloc's stack b is empty */
+void *sm_alloc_swap_zero(struct stack *b, size_t size, bool *zero); /* calloc's; *zero: no memset */
 void sm_free_slow(void *p, unsigned form);
 void *sm_calloc(size_t n, size_t size);
 void *sm_realloc(void *p, size_t size);

@@ -56,6 +56,7 @@ static size_t bulk_fail(size_t got, void **ptrs)
  * run out). */
 static SM_COLD size_t take_fail(size_t got, void **ptrs)
 {
+	sm_keys_unzero(ptrs, got);
 	sm_free_array(ptrs, (uint32_t)got);
 	errno = ENOMEM;
 	return 0;

@@ -46,8 +46,10 @@
 #include "tcache.h"
 #include "types.h"
 
-/* malloc's fastpath for a call of form (enum form; sm_alloc_fast: FORM_C). */
-static inline void *sm_alloc_fast_form(size_t size, unsigned form)
+/* malloc's fastpath for a call of form (enum form; sm_alloc_fast: FORM_C). calloc's passes
+ * zero: *zero becomes true when the object still reads as zero (harden.h's ZERO_KEY: carved,
+ * never handed out; only allocation stacks hold those). */
+static inline void *alloc_pop(size_t size, unsigned form, bool *zero)
 {
 	if (likely(size - 1 < MAX_SMALL)) {
 		struct stack *b = alloc_stack_for(size);
@@ -60,11 +62,18 @@ static inline void *sm_alloc_fast_form(size_t size, unsigned form)
 		t = b->top;
 		if (likely(t > stack_floor_raw(b))) {
 			b->top = --t;
+			if (zero)
+				*zero = free_key_zero(*t);
 			return free_key_clear(*t);
 		}
-		return sm_alloc_swap(b, size, form);
+		return zero ? sm_alloc_swap_zero(b, size, zero) : sm_alloc_swap(b, size, form);
 	}
 	return sm_alloc_slow(size, form);
+}
+
+static inline void *sm_alloc_fast_form(size_t size, unsigned form)
+{
+	return alloc_pop(size, form, NULL);
 }
 
 static inline void *sm_alloc_fast(size_t size)
@@ -155,12 +164,17 @@ static inline void *sm_alloc_prof_form(size_t size, unsigned form)
 }
 
 /* The small allocations of the entries that are not patched (calloc, realloc, memalign):
- * counted in patched mode, behind a flag. */
-static inline void *sm_alloc_counted(size_t size)
+ * counted in patched mode, behind a flag. zero: calloc's (alloc_pop). */
+static inline void *sm_alloc_counted_zero(size_t size, bool *zero)
 {
 	if (unlikely(sm_prof_direct))
 		return sm_alloc_prof_form(size, FORM_C);
-	return sm_alloc_fast(size);
+	return alloc_pop(size, FORM_C, zero);
+}
+
+static inline void *sm_alloc_counted(size_t size)
+{
+	return sm_alloc_counted_zero(size, NULL);
 }
 
 /* operator new: malloc's fastpath, then the new-handler protocol (alloc.c). */

@@ -48,7 +48,9 @@
  *   keep 0, no thread's id.
  *   sm_second_thread: relaxed atomics, set once by the second thread's setup.
  *   Line 1, past the word: carved by the freezing owner; frozen_by (head) by the freezing
- *   thread, read relaxed. A stale frozen_by only picks the depot or the slab.
+ *   thread, read relaxed. A stale frozen_by only picks the depot or the slab. zero (head): set
+ *   by sm_pages_alloc under the page lock before the slab is published, then read and cleared
+ *   by the owner only (carve, start over).
  *   slab->word: cas16 only.
  *   next, prev, on_partial, and the cache's partial and nr_*: under the cache lock. partial is
  *   also peeked without it (relaxed) and checked again under it.

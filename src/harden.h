@@ -14,6 +14,7 @@ bool sm_free_listed(struct tcache *tc, struct slab *d, void *p); /* p (key set) 
 bool sm_in_stack(const struct stack *b, const void *p); /* p among b's objects? */
 /* Whether p is on the chain from head (links at fpoff), within n links of slab s's objects. */
 bool sm_in_chain(const struct slab *s, void *head, uint32_t fpoff, uint64_t n, const void *p);
+void sm_keys_unzero(void *const *v, size_t n); /* their ZERO_KEYs become FREE_KEYs */
 
 /* ---- the free key: double frees caught in the default mode ----
  * free() stores FREE_KEY in word 1 of each object it pushes on a thread stack (and a refill
@@ -33,6 +34,12 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the key's first byte 
  * The byte is odd, so no aligned pointer's low byte, and no ASCII. A match takes the slow
  * path, which compares the whole key. */
 #define FREE_KEY_BYTE ((uint8_t)FREE_KEY)
+/* A carved object of a slab whose pages read as zero (struct slab's zero) carries ZERO_KEY
+ * instead, until it is handed out: the rest of it is zero, so calloc skips its memset.
+ * Its first byte is FREE_KEY's, so every free and free_bulk treats it as FREE_KEY.
+ * Only allocation stacks hold such objects; a drain to the slabs rekeys them (sm_drop). */
+#define ZERO_KEY ((uint64_t)(int64_t)(int32_t)0x85ebcab9u)
+_Static_assert((uint8_t)ZERO_KEY == FREE_KEY_BYTE, "free() tests the first byte only");
 /* The key at byte offset off (a multiple of 8): 8 for the size classes, a typed cache's koff. */
 static inline bool free_key_maybe_set_at(const void *p, uint32_t off)
 {
@@ -40,11 +47,16 @@ static inline bool free_key_maybe_set_at(const void *p, uint32_t off)
 }
 static inline bool free_key_is_set_at(const void *p, uint32_t off)
 {
-	return *(const uint64_t *)(const void *)((const char *)p + off) == FREE_KEY;
+	uint64_t k = *(const uint64_t *)(const void *)((const char *)p + off);
+	return k == FREE_KEY || k == ZERO_KEY;
+}
+static inline void free_key_put_at(void *p, uint32_t off, uint64_t key)
+{
+	*(uint64_t *)(void *)((char *)p + off) = key;
 }
 static inline void free_key_set_at(void *p, uint32_t off)
 {
-	*(uint64_t *)(void *)((char *)p + off) = FREE_KEY;
+	free_key_put_at(p, off, FREE_KEY);
 }
 static inline void free_key_clear_at(void *p, uint32_t off)
 {
@@ -67,6 +79,11 @@ static inline void *free_key_clear(void *p)
 {
 	free_key_clear_at(p, 8);
 	return p;
+}
+/* Whether p, about to be handed out, still reads as zero: it carries ZERO_KEY. */
+static inline bool free_key_zero(const void *p)
+{
+	return *(const uint64_t *)(const void *)((const char *)p + 8) == ZERO_KEY;
 }
 
 /* The n objects at v, handed out, lose their keys (at off), as malloc's do; four a step, with

@@ -10,7 +10,8 @@
  * With SLUBMALLOC_THP=1 the whole region is read-write from the start (one mapping), so that
  * its first faults can take huge pages.
  * A freed run stays dirty: its memory is still resident, so reusing it costs no page faults.
- * Allocation prefers dirty pages. Nothing may assume a slab page reads as zero.
+ * Allocation prefers dirty pages. A page that is free and not dirty reads as zero: never used,
+ * or purged. A new slab on such pages says so (struct slab's zero); nothing else may assume it.
  * When the dirty pages of all regions pass DIRTY_MAX bytes, whole contiguous dirty runs are
  * purged (MADV_DONTNEED, one call per run) down to DIRTY_MAX / 2.
  * Dirty pages are also purged a region at a time, once the region has had dirty pages for
@@ -42,6 +43,8 @@ static sm_lock_t page_lock;
 static struct region *regions;      /* all regions, newest first */
 static struct region *hint;         /* where the last run was found */
 static size_t dirty_bytes;          /* free but not purged, all regions */
+static bool purge_failed;           /* a purge left its pages as they were (mlockall): from
+				     * then on no free page is taken to read as zero */
 static uint64_t oldest_dirty;       /* no region has been dirty since before this */
 static uint64_t nregions;           /* regions mapped */
 
@@ -136,6 +139,7 @@ struct slab *sm_pages_alloc(unsigned pages)
 	}
 	hint = r;
 	uint64_t bits = ((1ULL << pages) - 1) << at;
+	bool zero = !(r->dirty_mask & bits) && !purge_failed; /* never used, or purged */
 	r->free_mask &= ~bits;
 	dirty_bytes -= (size_t)__builtin_popcountll(r->dirty_mask & bits) << SPAGE_SHIFT;
 	r->dirty_mask &= ~bits;
@@ -148,6 +152,7 @@ struct slab *sm_pages_alloc(unsigned pages)
 		s[i].head = s;
 	}
 	s->pages = (uint8_t)pages;
+	s->zero = zero;
 	sm_unlock(&page_lock);
 	return s;
 }
@@ -185,7 +190,8 @@ static size_t purge_to(size_t target, uint64_t before)
 		while (m) {
 			unsigned at = (unsigned)__builtin_ctzll(m);
 			unsigned len = (unsigned)__builtin_ctzll(~(m >> at));
-			sm_os_purge((char *)r + ((size_t)at << SPAGE_SHIFT), (size_t)len << SPAGE_SHIFT);
+			if (!sm_os_purge((char *)r + ((size_t)at << SPAGE_SHIFT), (size_t)len << SPAGE_SHIFT))
+				purge_failed = true;
 			m &= ~(len == 64 ? ~0ULL : ((1ULL << len) - 1) << at);
 		}
 		link = &r->next;

@@ -9,7 +9,9 @@
  * Invariant: objects [0, carved) have been handed out since the slab was made or started over.
  * Objects [carved, objects) are on no freelist and held by nobody.
  * A slab starts over (carved = 0) when its owner finds every object it handed out back on its
- * freelist (sm_fill, tcache.c). */
+ * freelist (sm_fill, tcache.c).
+ * A slab made on pages that read as zero (zero, set by sm_pages_alloc) keeps them zero until
+ * carved: nothing writes [carved, objects). It loses zero when it starts over. */
 #include <string.h>
 
 #include "config.h"

@@ -110,6 +110,7 @@ static void restart_if_all_free(const struct cache *c, struct slab *s, struct so
 	source->spill = NULL;
 	source->nspill = 0;
 	s->carved = 0;
+	s->zero = 0; /* its objects have been used */
 }
 
 int sm_second_thread; /* set when a second thread gets a cache (sm_thread_setup) */
@@ -146,9 +147,12 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct source *source, void **
 				if (c->ctor)
 					for (uint32_t i = 0; i < n; i++)
 						c->ctor(out[i]);
-				if (!c->debug) /* keyed as freed ones are: a free of one is caught */
+				if (!c->debug) { /* keyed as freed ones are: a free of one is caught;
+						  * those that read as zero say so, for calloc */
+					uint64_t key = s->zero && c->cls < NCLASS ? ZERO_KEY : FREE_KEY;
 					for (uint32_t i = 0; i < n; i++)
-						free_key_set_at(out[i], c->koff);
+						free_key_put_at(out[i], c->koff, key);
+				}
 				return n;
 			}
 			if (!sm_slab_unfreeze_full(s))
@@ -488,9 +492,12 @@ void sm_flush(struct tcache *tc, unsigned cls)
 	b->top -= n;
 }
 
-/* Return a stack's objects, its spill chain and its active slab (unfrozen) to the slabs. */
+/* Return a stack's objects, its spill chain and its active slab (unfrozen) to the slabs. An
+ * allocation stack may hold carved objects with ZERO_KEY: on a freelist they get links and
+ * records, so they go back with FREE_KEY. */
 void sm_drop(struct stack *b, struct source *source, uint32_t fpoff)
 {
+	sm_keys_unzero(b->slots, stack_count(b));
 	sm_free_array(b->slots, stack_count(b));
 	b->top = b->slots;
 	sm_free_chain(source->spill, fpoff);

@@ -89,6 +89,9 @@ struct slab {
 	uint16_t frozen_by;       /* head: the id of the thread that froze it last (depot.c) */
 	uint8_t pages;            /* 64 KiB pages spanned */
 	uint8_t on_partial;       /* on cache->partial (cache lock) */
+	uint8_t zero;             /* head: its pages read as zero when it was made, and it never
+				   * started over, so objects [carved, objects) are zero; set by
+				   * sm_pages_alloc (page lock), cleared by its owner */
 } __attribute__((aligned(64)));
 
 _Static_assert(sizeof(struct slab) == 128, "page_desc() scales the page index by 128");
