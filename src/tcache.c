@@ -492,15 +492,17 @@ void sm_flush(struct tcache *tc, unsigned cls)
 	b->top -= n;
 }
 
-/* Return a stack's objects, its spill chain and its active slab (unfrozen) to the slabs. An
- * allocation stack may hold carved objects with ZERO_KEY: on a freelist they get links and
- * records, so they go back with FREE_KEY. */
-void sm_drop(struct stack *b, struct source *source, uint32_t fpoff)
+/* Return a stack's objects of c, its spill chain and its active slab (unfrozen) to the slabs.
+ * A size class's allocation stack may hold carved objects with ZERO_KEY: on a freelist they get
+ * links and records, so they go back with FREE_KEY. (A typed cache's word 1 may be its objects'
+ * constructed state: never touched.) */
+void sm_drop(struct stack *b, struct source *source, const struct cache *c)
 {
-	sm_keys_unzero(b->slots, stack_count(b));
+	if (c->cls < NCLASS)
+		sm_keys_unzero(b->slots, stack_count(b));
 	sm_free_array(b->slots, stack_count(b));
 	b->top = b->slots;
-	sm_free_chain(source->spill, fpoff);
+	sm_free_chain(source->spill, c->fpoff);
 	source->spill = NULL;
 	source->nspill = 0;
 	if (source->active)

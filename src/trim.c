@@ -37,7 +37,7 @@ void sm_trim_self(struct tcache *tc)
 		tc->remote_stack[i].top = tc->remote_stack[i].slots;
 		sm_free_array(tc->free_stack[i].slots, stack_count(&tc->free_stack[i]));
 		tc->free_stack[i].top = tc->free_stack[i].slots;
-		sm_drop(&tc->alloc_stack[i], &tc->source[i], sm_g.caches[i].fpoff);
+		sm_drop(&tc->alloc_stack[i], &tc->source[i], &sm_g.caches[i]);
 		if (stack_cap(&tc->free_stack[i]) > sm_g.caches[i].cap) /* grown (sm_flush, sm_refill):
 								   * back to the first size */
 			sm_stacks_resize(tc, i, sm_g.caches[i].cap);
@@ -82,7 +82,7 @@ int sm_trim(void)
 		if (c->debug) { /* its own source goes back too */
 			sm_lock(&c->dlock);
 			struct stack none = {.top = NULL, .lim = NULL, .slots = NULL};
-			sm_drop(&none, &c->debug_source, c->fpoff);
+			sm_drop(&none, &c->debug_source, c);
 			sm_unlock(&c->dlock);
 		}
 		sm_cache_shrink(c);

@@ -109,7 +109,7 @@ static void drain(struct tcache *tc, unsigned id)
 		return;
 	sm_free_array(tc->typed_free[id].slots, stack_count(&tc->typed_free[id]));
 	tc->typed_free[id].top = tc->typed_free[id].slots;
-	sm_drop(&tc->typed_alloc[id], &tc->typed_source[id], c->fpoff);
+	sm_drop(&tc->typed_alloc[id], &tc->typed_source[id], c);
 	tc->typed_for[id] = NULL;
 }
 

@@ -6,6 +6,7 @@
  * cache is reported (child: SIGABRT and a `slubmalloc:` line). Destroying a cache with live
  * objects reports them, and later frees still work. Caches are created and destroyed many
  * times; the 32-cache limit holds; bad arguments give EINVAL; ENOMEM is all or nothing.
+ * Constructed state survives the drain of a thread's exit, whatever it holds.
  * The threaded cases are in unit_typed_mt.c; the helpers both use in typed_util.h.
  * Each case runs in a child of its own; `unit_typed NAME...` runs only the named cases. */
 #include "api_util.h"
@@ -629,6 +630,48 @@ static void case_double_free(void)
 	slub_cache_destroy(c);
 }
 
+/* ---- constructed state survives a thread's exit ----
+ * A thread exit drains the thread's typed allocation stack to the slabs. The size classes'
+ * drain rekeys carved objects that read as zero (their word 1 is the allocator's); a typed
+ * object's word 1 is its constructed state and must come back as the ctor left it, even when
+ * it holds that key's value (harden.h's ZERO_KEY). */
+#define ZERO_KEY_VALUE 0xffffffff85ebcab9ull
+static void ctor_word1(void *p)
+{
+	memset(p, 0x3c, 48);
+	((uint64_t *)p)[1] = ZERO_KEY_VALUE;
+}
+
+static void *alloc_one_and_exit(void *c)
+{
+	void *p = slub_cache_alloc(c);
+	slub_cache_free(c, p); /* the rest of the carved batch stays on the allocation stack */
+	return NULL;
+}
+
+static void case_ctor_exit(void)
+{
+	enum { N = 2000 };
+	struct slub_cache *c = slub_cache_create("ctor-exit", 48, 0, 0, ctor_word1);
+	CHECK(c, "slub_cache_create: errno %d", errno);
+	for (int r = 0; r < 4; r++) {
+		pthread_t t;
+		CHECK(pthread_create(&t, NULL, alloc_one_and_exit, c) == 0, "pthread_create");
+		pthread_join(t, NULL);
+	}
+	static void *v[N];
+	for (size_t i = 0; i < N; i++) {
+		v[i] = slub_cache_alloc(c);
+		CHECK(v[i], "slub_cache_alloc: errno %d", errno);
+		CHECK(((uint64_t *)v[i])[1] == ZERO_KEY_VALUE && ((unsigned char *)v[i])[47] == 0x3c,
+		      "object %zu lost its constructed state (word 1 %#llx)", i,
+		      (unsigned long long)((uint64_t *)v[i])[1]);
+	}
+	for (size_t i = 0; i < N; i++)
+		slub_cache_free(c, v[i]);
+	slub_cache_destroy(c);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -644,6 +687,7 @@ int main(int argc, char **argv)
 		{"bad_args", case_bad_args},
 		{"enomem", case_enomem},
 		{"double_free", case_double_free},
+		{"ctor_exit", case_ctor_exit},
 	};
 	int failed = run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);
 	failed |= rerun_without_avx2(argv);
