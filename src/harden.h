@@ -63,10 +63,6 @@ static inline void free_key_clear_at(void *p, uint32_t off)
 	*(uint64_t *)(void *)((char *)p + off) = 0;
 }
 /* The size classes' key, in word 1. */
-static inline bool free_key_is_set(const void *p)
-{
-	return free_key_is_set_at(p, 8);
-}
 static inline bool free_key_maybe_set(const void *p)
 {
 	return free_key_maybe_set_at(p, 8);
