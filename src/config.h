@@ -77,7 +77,12 @@
 						 * SLUBMALLOC_MIN_PARTIAL overrides */
 #define PURGE_DELAY_MS_DEFAULT 1000             /* freed memory stays this long before it is
 						 * purged; SLUBMALLOC_PURGE_DELAY_MS */
-#define DIRTY_MAX (32UL << 20)                  /* freed slab pages kept resident, at most */
+#define DIRTY_CAP (32UL << 20)                  /* freed slab pages kept resident, at most, */
+#define DIRTY_CAP_MAX (512UL << 20)             /* ... until the program takes back, within
+						 * the purge delay, pages that cap purged: then
+						 * the cap doubles, up to this (region.c) */
+#define DIRTY_CAP_CALM 4                        /* purge delays with no such page taken back,
+						 * after which a raised cap halves */
 #define BG_SLACK_NS 5000000ULL                  /* the background thread sleeps this much past
 						 * a deadline: the coarse clock's tick is 4 ms */
 #define ALONE_WAIT_MS 200                       /* after a thread's exit, the background thread

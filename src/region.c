@@ -12,8 +12,14 @@
  * A freed run stays dirty: its memory is still resident, so reusing it costs no page faults.
  * Allocation prefers dirty pages. A page that is free and not dirty reads as zero: never used,
  * or purged. A new slab on such pages says so (struct slab's zero); nothing else may assume it.
- * When the dirty pages of all regions pass DIRTY_MAX bytes, whole contiguous dirty runs are
- * purged (MADV_DONTNEED, one call per run) down to DIRTY_MAX / 2.
+ * When the dirty pages of all regions pass the dirty cap, whole contiguous dirty runs are
+ * purged (MADV_DONTNEED, one call per run) down to half of it. The cap starts at DIRTY_CAP.
+ * Pages the cap purged are marked (capped_mask). A program that takes such pages back within
+ * the purge delay frees and allocates in waves larger than the cap, and pays a page fault for
+ * every page of each wave. So when, within one purge delay, the pages it takes back pass half
+ * the cap, the cap doubles, up to DIRTY_CAP_MAX. After DIRTY_CAP_CALM purge delays with no page
+ * taken back it halves, down to DIRTY_CAP. A program that frees and does not allocate again
+ * takes nothing back: its cap stays DIRTY_CAP.
  * Dirty pages are also purged a region at a time, once the region has had dirty pages for
  * longer than the purge delay (SLUBMALLOC_PURGE_DELAY_MS). That is checked when pages are freed,
  * and on time by the background thread (SLUBMALLOC_BACKGROUND=1), kicked when pages become dirty.
@@ -25,6 +31,7 @@
  *   - free_mask, dirty_mask, the map entries of free pages and the region list change only
  *     under page_lock;
  *   - dirty_mask is a subset of free_mask;
+ *   - capped_mask is a subset of free_mask, disjoint from dirty_mask;
  *   - every page ever handed out is below open;
  *   - a region is unmapped only when no slab is in it, so no live object is: only a stale
  *     pointer could still lead into it. */
@@ -47,6 +54,11 @@ static bool purge_failed;           /* a purge left its pages as they were (mloc
 				     * then on no free page is taken to read as zero */
 static uint64_t oldest_dirty;       /* no region has been dirty since before this */
 static uint64_t nregions;           /* regions mapped */
+static size_t dirty_cap = DIRTY_CAP; /* dirty bytes that start a purge */
+static uint64_t cap_purged_at;      /* when the cap last started a purge (0: never) */
+static uint64_t cap_moved_at;       /* when the cap last grew, or a page came back (0: never) */
+static uint64_t back_since;         /* the purge delay over which back_bytes is counted */
+static size_t back_bytes;           /* bytes the cap purged and allocation took back */
 
 uint8_t sm_region_map[NREGION_SLOTS]; /* 32 MiB of .bss: its pages appear as touched */
 
@@ -108,6 +120,24 @@ static int find_in(struct region *r, unsigned pages, bool dirty_only)
 	return find_run(dirty_only ? r->free_mask & r->dirty_mask : r->free_mask, pages);
 }
 
+/* Allocation took back bytes that the cap purged (page lock held): when that was within the
+ * purge delay of a purge the cap started, they count; when they pass half the cap within one
+ * purge delay, the cap doubles. */
+static void took_back(size_t bytes)
+{
+	uint64_t now = sm_os_now_ns(), delay = sm_opt.purge_delay_ns;
+	if (now - cap_purged_at >= delay)
+		return;
+	if (now - back_since >= delay) {
+		back_since = now;
+		back_bytes = 0;
+	}
+	back_bytes += bytes;
+	cap_moved_at = now;
+	while (back_bytes > dirty_cap / 2 && dirty_cap < DIRTY_CAP_MAX)
+		dirty_cap *= 2;
+}
+
 struct slab *sm_pages_alloc(unsigned pages)
 {
 	sm_lock(&page_lock);
@@ -140,6 +170,10 @@ struct slab *sm_pages_alloc(unsigned pages)
 	hint = r;
 	uint64_t bits = ((1ULL << pages) - 1) << at;
 	bool zero = !(r->dirty_mask & bits) && !purge_failed; /* never used, or purged */
+	if (r->capped_mask & bits) {
+		took_back((size_t)__builtin_popcountll(r->capped_mask & bits) << SPAGE_SHIFT);
+		r->capped_mask &= ~bits;
+	}
 	r->free_mask &= ~bits;
 	dirty_bytes -= (size_t)__builtin_popcountll(r->dirty_mask & bits) << SPAGE_SHIFT;
 	r->dirty_mask &= ~bits;
@@ -158,8 +192,9 @@ struct slab *sm_pages_alloc(unsigned pages)
 }
 
 /* Purge whole dirty runs until at most `target` dirty bytes remain, in regions dirty since
- * `before` or earlier (page lock held). Returns the bytes purged. */
-static size_t purge_to(size_t target, uint64_t before)
+ * `before` or earlier (page lock held). capped: the dirty cap asks, and marks the pages.
+ * Returns the bytes purged. */
+static size_t purge_to(size_t target, uint64_t before, bool capped)
 {
 	struct region **link = &regions;
 	size_t purged = 0;
@@ -173,6 +208,8 @@ static size_t purge_to(size_t target, uint64_t before)
 		purged += (size_t)__builtin_popcountll(m) << SPAGE_SHIFT;
 		dirty_bytes -= (size_t)__builtin_popcountll(m) << SPAGE_SHIFT;
 		r->dirty_mask = 0;
+		if (capped)
+			r->capped_mask |= m;
 		if (r->free_mask == ~1ULL && nregions > 1) { /* nothing left in it: the address
 							       * space goes back too (but for
 							       * the last region: a program
@@ -205,7 +242,7 @@ static void purge_old(void)
 	uint64_t now = sm_os_now_ns();
 	if (now - oldest_dirty < sm_opt.purge_delay_ns)
 		return;
-	purge_to(0, now - sm_opt.purge_delay_ns);
+	purge_to(0, now - sm_opt.purge_delay_ns, false);
 	oldest_dirty = now;
 	for (struct region *r = regions; r; r = r->next)
 		if (r->dirty_mask && r->dirty_since < oldest_dirty)
@@ -225,7 +262,7 @@ uint64_t sm_pages_purge_due(void)
 size_t sm_pages_purge_all(void)
 {
 	sm_lock(&page_lock);
-	size_t n = purge_to(0, UINT64_MAX);
+	size_t n = purge_to(0, UINT64_MAX, false);
 	sm_unlock(&page_lock);
 	return n;
 }
@@ -299,8 +336,15 @@ void sm_pages_free(struct slab *s)
 	}
 	r->dirty_mask |= bits;
 	dirty_bytes += (size_t)pages << SPAGE_SHIFT;
-	if (dirty_bytes > DIRTY_MAX)
-		purge_to(DIRTY_MAX / 2, UINT64_MAX);
+	if (dirty_bytes > dirty_cap) {
+		cap_purged_at = sm_os_now_ns();
+		purge_to(dirty_cap / 2, UINT64_MAX, true);
+		if (dirty_cap > DIRTY_CAP &&
+		    cap_purged_at - cap_moved_at > DIRTY_CAP_CALM * sm_opt.purge_delay_ns) {
+			dirty_cap /= 2;
+			cap_moved_at = cap_purged_at;
+		}
+	}
 	purge_old();
 	if (was_clean && dirty_bytes)
 		sm_bg_kick();

@@ -105,6 +105,7 @@ struct region {
 	struct slab slabs[REGION_PAGES];  /* descriptor of the slab that starts at page i */
 	uint64_t free_mask;               /* bit i: page i is free (page lock) */
 	uint64_t dirty_mask;              /* free pages not yet purged (page lock) */
+	uint64_t capped_mask;             /* free pages the dirty cap purged (page lock) */
 	uint64_t dirty_since;             /* when dirty_mask last became non-zero (page lock) */
 	struct region *next;              /* all regions (page lock) */
 	uint32_t open;                    /* pages [0, open) are read-write, the rest have no
