@@ -82,7 +82,7 @@
 						 * the purge delay, pages that cap purged: then
 						 * the cap doubles, up to this (region.c) */
 #define DIRTY_CAP_CALM 4                        /* purge delays with no such page taken back,
-						 * after which a raised cap halves */
+						 * after which the cap's next purge halves it */
 #define BG_SLACK_NS 5000000ULL                  /* the background thread sleeps this much past
 						 * a deadline: the coarse clock's tick is 4 ms */
 #define ALONE_WAIT_MS 200                       /* after a thread's exit, the background thread

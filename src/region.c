@@ -18,8 +18,8 @@
  * the purge delay frees and allocates in waves larger than the cap, and pays a page fault for
  * every page of each wave. So when, within one purge delay, the pages it takes back pass half
  * the cap, the cap doubles, up to DIRTY_CAP_MAX. After DIRTY_CAP_CALM purge delays with no page
- * taken back it halves, down to DIRTY_CAP. A program that frees and does not allocate again
- * takes nothing back: its cap stays DIRTY_CAP.
+ * taken back, the next purge it starts halves it, down to DIRTY_CAP. A program that frees and
+ * does not allocate again takes nothing back: its cap stays DIRTY_CAP.
  * Dirty pages are also purged a region at a time, once the region has had dirty pages for
  * longer than the purge delay (SLUBMALLOC_PURGE_DELAY_MS). That is checked when pages are freed,
  * and on time by the background thread (SLUBMALLOC_BACKGROUND=1), kicked when pages become dirty.
