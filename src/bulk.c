@@ -165,32 +165,74 @@ static SM_COLD size_t malloc_bulk_slow(size_t size, size_t n, void **ptrs)
 	return alloc_slow(size, n, ptrs);
 }
 
-/* n objects (n != 1, or any n prof_bulk counted) from the top of one of the thread's stacks,
- * in one copy (inline for short arrays, else a tail call). The free stack first, as malloc
- * pops it, unless it is held or poked (its floor): a round trip with free_bulk stays on it.
- * They lose their keys, as malloc's objects do. The stacks are empty in debug and stats modes
- * and until the thread is set up: the slow path. */
+/* Pops the top n objects of one of the thread's stacks into *tp (false when neither holds n):
+ * the free stack first, as malloc pops it, unless it is held or poked (its floor), so a round
+ * trip with free_bulk stays on it. The stacks are empty in debug and stats modes and until the
+ * thread is set up. size is a small class's (1..MAX_SMALL). */
+static inline bool pop_n(size_t size, size_t n, void ***tp)
+{
+	struct stack *b = alloc_stack_for(size), *f = free_stack_beside(b);
+	void **t = f->top, **floor = stack_floor_raw(f);
+	if (!(t > floor && (size_t)(t - floor) >= n)) {
+		f = b;
+		t = b->top;
+		if ((size_t)(t - b->slots) < n)
+			return false;
+	}
+	f->top = *tp = t - n;
+	return true;
+}
+
+/* n objects (n != 1, or any n prof_bulk counted), popped in one (pop_n) and copied out (inline
+ * for short arrays, else a tail call). They lose their keys, as malloc's objects do. */
 static __attribute__((noinline)) size_t many(size_t size, size_t n, void **ptrs)
 {
-	if (likely(size - 1 < MAX_SMALL && ptrs && n)) {
-		struct stack *b = alloc_stack_for(size), *f = free_stack_beside(b);
-		void **t = f->top, **floor = stack_floor_raw(f);
-		if (t > floor && (size_t)(t - floor) >= n) {
-			f->top = t -= n;
-			free_keys_clear(t, n, 8);
-		} else if ((size_t)((t = b->top) - b->slots) >= n) {
-			b->top = t -= n;
-			free_keys_clear(t, n, 8);
-		} else {
-			return malloc_bulk_slow(size, n, ptrs);
-		}
+	void **t;
+	if (likely(size - 1 < MAX_SMALL && ptrs && n) && pop_n(size, n, &t)) {
+		free_keys_clear(t, n, 8);
 		if (n < 4) { /* inline: one 16-byte move and perhaps one more pointer */
 			copy_ptrs(ptrs, t, n);
 			return n;
 		}
-		return n >= sm_vec_min ? copy_ptrs_avx2(ptrs, t, n) : copy_ptrs_n(ptrs, t, n);
+		return copy_ptrs_n(ptrs, t, n);
 	}
 	return malloc_bulk_slow(size, n, ptrs);
+}
+
+#if SM_HAVE_AVX2
+/* Four objects handed out: one 32-byte move of their pointers (the stores free_bulk's run check
+ * loads back) and their keys cleared. */
+static inline __attribute__((always_inline, target("avx2"))) void take4_avx2(void **dst,
+									   void *const *src)
+{
+	_mm256_storeu_si256((__m256i *)(void *)dst,
+			    _mm256_loadu_si256((const __m256i *)(const void *)src));
+	free_keys_clear(src, 4, 8);
+}
+
+/* many() for n >= 4 with AVX2: groups of four (take4_avx2) in one pass; the last group
+ * overlaps the one before it when 4 does not divide n. */
+static __attribute__((noinline, target("avx2"))) size_t many_avx2(size_t size, size_t n,
+								  void **ptrs)
+{
+	void **t;
+	if (likely(size - 1 < MAX_SMALL && ptrs) && pop_n(size, n, &t)) {
+		size_t last = n - 4;
+		for (size_t i = 0; i < last; i += 4)
+			take4_avx2(ptrs + i, t + i);
+		take4_avx2(ptrs + last, t + last);
+		return n;
+	}
+	return malloc_bulk_slow(size, n, ptrs);
+}
+#else
+#define many_avx2 many
+#endif
+
+/* Any n but 1: four or more with AVX2, else the scalar copy. */
+static inline size_t many_any(size_t size, size_t n, void **ptrs)
+{
+	return n >= sm_vec_min ? many_avx2(size, n, ptrs) : many(size, n, ptrs);
 }
 
 /* malloc_bulk's counting form, in the profiler's patched mode (sample.c): the objects are
@@ -199,7 +241,7 @@ static __attribute__((noinline)) size_t many(size_t size, size_t n, void **ptrs)
 static size_t prof_bulk(size_t size, size_t n, void **ptrs)
 {
 	if (size - 1 >= MAX_SMALL || !ptrs || !n || sm_prof_count_n(size, n))
-		return many(size, n, ptrs);
+		return many_any(size, n, ptrs);
 	for (size_t i = 0; i < n; i++)
 		if (!(ptrs[i] = sm_alloc_prof_form(size, FORM_C)))
 			return bulk_fail(i, ptrs);
@@ -210,7 +252,7 @@ static size_t prof_bulk(size_t size, size_t n, void **ptrs)
 SM_EXPORT SM_HOT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 {
 	if (unlikely(n != 1 || !ptrs))
-		return many(size, n, ptrs);
+		return many_any(size, n, ptrs);
 	void *p = sm_alloc_fast(size);
 	if (unlikely(!p))
 		return 0;
@@ -357,12 +399,17 @@ static inline size_t short_run(size_t n, void **ptrs)
 	return k;
 }
 
-/* One pointer: free()'s fastpath; two or three: one scalar run; more: a tail call. */
+/* One pointer: free()'s fastpath; four or more with AVX2: a tail call; two or three: one
+ * scalar run; more: a tail call. */
 SM_EXPORT SM_HOT void free_bulk(size_t n, void **ptrs)
 {
 	if (likely(n == 1)) {
 		if (likely(ptrs))
 			sm_free_fast(ptrs[0]);
+		return;
+	}
+	if (n >= sm_vec_min && ptrs) { /* (4 or more) */
+		free_bulk_avx2(n, ptrs);
 		return;
 	}
 	if (unlikely(!ptrs || !n)) /* (short_run reads ptrs[0] and the stack's top) */
@@ -373,8 +420,5 @@ SM_EXPORT SM_HOT void free_bulk(size_t n, void **ptrs)
 			free_short(n - k, ptrs + k);
 		return;
 	}
-	if (n >= sm_vec_min)
-		free_bulk_avx2(n, ptrs);
-	else
-		free_bulk_scalar(n, ptrs);
+	free_bulk_scalar(n, ptrs);
 }

@@ -15,32 +15,28 @@
  * one's page, whose read-only fields are read once per run. run_start (bulk.c) checks the
  * first pointer as free() does (ours, an object: a page of no slab fails it, so d is a slab's
  * and its objects >= 1) and picks the stack, free()'s choice, once per run; then
- * every pointer of the run, the first again, is checked:
- *   - slab_index()'s test (exact for any address: inside the slab and on an object
- *     boundary);
- *   - a pointer equal to the one before it (for the first, the stack's top: slots[-1] is a NULL
- *     guard) is a double free;
- *   a pointer that fails a check ends the run; when it is the run's first, the loop stops
- *   there and the caller's slow path reports it.
+ * every pointer of the run, the first again, gets slab_index()'s test (exact for any
+ * address: inside the slab and on an object boundary). A pointer that fails it ends the run;
+ * when it is the run's first, the loop stops there and the caller's slow path reports it.
+ * A pointer twice in the array, or one already on a stack, is its key's to catch, as in free():
+ * the keys are set one after another, so the second copy finds the first one's.
  * The vector check works on 32-bit offsets (a slab spans less than 4 GiB): off < 2^32 and
  * rotr32((uint32)off * inv32, k) <= objects - 1 (a run's slab has objects >= 1), where inv32
  * (inverse's low half) is the inverse of size's odd part mod 2^32: the same divisibility test as
  * slab_index, in 32 bits. */
 
 #if RUNS_VEC
-/* Whether the four pointers o are objects of the run's slab, each unlike the one before it
- * (prev: the pointer before o's first, then o's first three). Per pointer, in 32-bit lanes:
+/* Whether the four pointers o are objects of the run's slab. Per pointer, in 32-bit lanes:
  * the low lane gets rotr32((uint32)off * inv32, k), the high lane off's high half; both must be
  * at most lim's lanes (objects - 1, and 0). */
 static inline __attribute__((always_inline, target("avx2"))) bool
-group_ok(__m256i o, __m256i prev, __m256i lov, __m256i invv, __m256i kv, __m256i lim)
+group_ok(__m256i o, __m256i lov, __m256i invv, __m256i kv, __m256i lim)
 {
 	__m256i off = _mm256_sub_epi64(o, lov);
 	__m256i x = _mm256_mul_epu32(off, invv);            /* low halves: (uint32)off * inv32 */
 	x = _mm256_shuffle_epi32(x, _MM_SHUFFLE(2, 2, 0, 0)); /* each lane: x << 32 | x */
 	__m256i t = _mm256_blend_epi32(_mm256_srlv_epi64(x, kv), off, 0xaa);
 	__m256i ok = _mm256_cmpeq_epi32(_mm256_max_epu32(t, lim), lim);
-	ok = _mm256_andnot_si256(_mm256_cmpeq_epi64(o, prev), ok);
 	return _mm256_movemask_epi8(ok) == -1;
 }
 /* The 8 bytes at p in every lane: one load (vbroadcastsd), no shuffle port. */
@@ -60,16 +56,12 @@ static RUNS_ATTR struct run_vec run_vec_of(const struct slab *d)
 	return (struct run_vec){bcast64(&d->start), bcast64(&d->inverse), _mm256_set1_epi64x(d->shift),
 				_mm256_add_epi64(bcast64(&d->objects), _mm256_set1_epi64x(-1))};
 }
-/* Checks the four pointers at src (the one before them: before) and, if they pass, stores
- * them at dst. A 32-byte load at the offsets malloc_bulk stores at, so it is served by its
- * stores (store forwarding). */
-static RUNS_ATTR bool group_at(const struct run_vec *v, void *const *src, __m256i before,
-			       void **dst)
+/* Checks the four pointers at src and, if they pass, stores them at dst. A 32-byte load at
+ * the offsets malloc_bulk stores at, so it is served by its stores (store forwarding). */
+static RUNS_ATTR bool group_at(const struct run_vec *v, void *const *src, void **dst)
 {
 	__m256i o = _mm256_loadu_si256((const __m256i *)(const void *)src);
-	__m256i prev = _mm256_blend_epi32(_mm256_permute4x64_epi64(o, _MM_SHUFFLE(2, 1, 0, 0)),
-					  before, 3);
-	if (!group_ok(o, prev, v->lov, v->invv, v->kv, v->lim))
+	if (!group_ok(o, v->lov, v->invv, v->kv, v->lim))
 		return false;
 	_mm256_storeu_si256((__m256i *)(void *)dst, o);
 	return true;
@@ -91,16 +83,12 @@ static RUNS_ATTR size_t one_run(struct tcache *tc, void **src, size_t n, struct 
 	if (unlikely(b->lim - dst < (ptrdiff_t)n))
 		return 0;
 	struct run_vec v = run_vec_of(d);
-	__m256i before = bcast64(&dst[-1]); /* the stack's top: slots[-1] is a NULL guard */
-	size_t j = 0;
-	for (;;) {
-		if (!group_at(&v, src + j, before, dst + j))
+	size_t last = n - 4;
+	for (size_t j = 0; j < last; j += 4)
+		if (!group_at(&v, src + j, dst + j))
 			return 0;
-		if (j + 4 == n)
-			break;
-		j = j + 8 <= n ? j + 4 : n - 4;
-		before = bcast64(&src[j - 1]);
-	}
+	if (!group_at(&v, src + last, dst + last))
+		return 0;
 	size_t k = keys_set(src, n, typed ? typed->koff : 8);
 	b->top = dst + k;
 	return k;
@@ -128,17 +116,13 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 		uint32_t koff = typed ? typed->koff : 8;
 		if (unlikely(end - src > room))
 			stop = src + room;
-		void *top = dst[-1];
 #if RUNS_VEC
 		/* groups of four from the run's first pointer */
 		if (stop - src >= 4) {
 			struct run_vec v = run_vec_of(d);
 			size_t g = (size_t)(stop - src) / 4, j = 0;
 			do {
-				/* the pointer before the group: the stack's top, then a load (an
-				 * 8-byte load inside one of malloc_bulk's 32-byte stores) */
-				__m256i before = bcast64(j ? &src[4 * j - 1] : &dst[-1]);
-				if (!group_at(&v, src + 4 * j, before, dst + 4 * j))
+				if (!group_at(&v, src + 4 * j, dst + 4 * j))
 					break;
 				size_t kept = keys_set(src + 4 * j, 4, koff);
 				if (unlikely(kept != 4)) { /* the run ends before a key already there */
@@ -149,18 +133,17 @@ static RUNS_ATTR void **RUNS_NAME(struct tcache *tc, void **src, void **end,
 			} while (++j != g);
 			src += 4 * j;
 			dst += 4 * j;
-			top = dst[-1];
 		}
 #endif
 		for (; src != stop; src++) {
 			void *o = *src;
 			uint64_t q = ((uintptr_t)o - lo) * inverse; /* slab_index(), d's fields hoisted */
-			if ((q & bad_q_bits) || (q >> k) >= objects || o == top)
+			if ((q & bad_q_bits) || (q >> k) >= objects)
 				break;
 			if (unlikely(free_key_maybe_set_at(o, koff)))
 				break;
 			free_key_set_at(o, koff);
-			*dst++ = top = o;
+			*dst++ = o;
 		}
 #if RUNS_VEC
 	pushed:
