@@ -33,6 +33,7 @@
 #include "engine.h"
 #include "fastpath.h"
 #include "harden.h"
+#include "large.h"
 #include "options.h"
 #include "platform.h"
 #include "region.h"
@@ -44,9 +45,13 @@
 #include "types.h"
 #include "slubmalloc.h"
 
-static size_t bulk_fail(size_t got, void **ptrs)
+/* Memory ran out: the objects taken go back, and large ranges to the OS (the cache would
+ * keep them: up to the live bytes just before). */
+static size_t bulk_fail(size_t size, size_t got, void **ptrs)
 {
 	free_bulk(got, ptrs);
+	if (size > MAX_SMALL)
+		sm_large_release(true, NULL);
 	errno = ENOMEM;
 	return 0;
 }
@@ -67,7 +72,7 @@ static size_t alloc_each(size_t size, size_t n, void **ptrs)
 {
 	for (size_t i = 0; i < n; i++)
 		if (!(ptrs[i] = sm_alloc_slow(size, FORM_C)))
-			return bulk_fail(i, ptrs);
+			return bulk_fail(size, i, ptrs);
 	return n;
 }
 
@@ -244,7 +249,7 @@ static size_t prof_bulk(size_t size, size_t n, void **ptrs)
 		return many_any(size, n, ptrs);
 	for (size_t i = 0; i < n; i++)
 		if (!(ptrs[i] = sm_alloc_prof_form(size, FORM_C)))
-			return bulk_fail(i, ptrs);
+			return bulk_fail(size, i, ptrs);
 	return n;
 }
 

@@ -92,11 +92,13 @@
 						 * pages, whatever the OS page (stats.c) */
 #define FULLEST_SCAN 64                         /* partial slabs a mover's allocation looks at */
 #define DEFRAG_SNAP_NS 100000000ULL             /* the defrag hint's figures: at most this old */
-#define LARGE_CACHE_SLOTS 64                    /* freed large ranges kept for reuse */
+#define LARGE_CACHE_SLOTS 256                   /* freed large ranges kept for reuse */
 #define LARGE_RECENT_MAX (1u << 20)             /* a large block freed last, up to this size,
 						 * is not reused before the next large free */
 #define LARGE_CACHE_BYTES (128UL << 20)          /* ... holding at most this many bytes */
-#define LARGE_PURGE_ZERO (1UL << 20)            /* calloc of a reused range this big: purge */
+#define LARGE_PURGE_ZERO (64UL << 20)           /* calloc of a reused range this big: purge,
+						 * not memset (a page fault costs more than a
+						 * memset of the page) */
 #define LARGE_GUARDED_MAX 4096                  /* new large mappings get guard pages while
 						 * fewer large blocks than this are live */
 

@@ -3,10 +3,10 @@
  * backward-shift deletion). So free() tells a large block of ours from any other pointer
  * without reading memory in front of it.
  * Freed ranges wait in a cache of LARGE_CACHE_SLOTS ranges. It holds at most LARGE_CACHE_BYTES,
- * or the live large bytes when that is more, and each range for at most the
- * purge delay (checked at large calls, and on time by the background thread). So malloc and
- * free of large sizes reuse resident pages, instead of mapping, unmapping and faulting them in
- * again.
+ * or the most live large bytes of about the last purge delay when that is more, and each range
+ * for at most the purge delay (checked at large calls, and on time by the background thread).
+ * So malloc and free of large sizes reuse resident pages, instead of mapping, unmapping and
+ * faulting them in again.
  * A request takes the best-fitting cached range and leaves the rest of it cached. Or it grows
  * the largest cached range with mremap, whose resident pages move along. realloc grows a block
  * over the cached range just above it first.
@@ -79,9 +79,15 @@ static size_t table_cap, table_used;
 static struct lcached cached[LARGE_CACHE_SLOTS];
 static size_t cached_bytes;   /* of cached[] */
 static struct lcached recent; /* the range freed last (up to LARGE_RECENT_MAX); base 0: none */
-#define LARGE_DROP_MAX (2 * LARGE_CACHE_SLOTS + 2)
+/* A large call unmaps at most LARGE_DROP_BATCH ranges a step (expire, cache_put), so its array
+ * of them is small on the caller's stack; expired ranges beyond that wait for the next call. */
+#define LARGE_DROP_BATCH 16
+#define LARGE_DROP_MAX (3 * (LARGE_DROP_BATCH + 1)) /* expire and two cache_put */
 uint64_t sm_stat_large, sm_stat_large_req;
 static uint64_t live_n, live_bytes, peak_n, peak_bytes; /* blocks handed out (statistics) */
+/* The most live bytes since recent_peak_at; it starts over from the live bytes once it is a
+ * purge delay old (cache_cap). */
+static uint64_t recent_peak, recent_peak_at;
 
 static void live_add(int64_t n, int64_t bytes)
 {
@@ -91,6 +97,8 @@ static void live_add(int64_t n, int64_t bytes)
 		peak_n = live_n;
 	if (live_bytes > peak_bytes)
 		peak_bytes = live_bytes;
+	if (live_bytes > recent_peak)
+		recent_peak = live_bytes;
 }
 
 static size_t slot_of(uintptr_t key)
@@ -153,13 +161,13 @@ static void erase(struct lentry *e)
 	table_used--;
 }
 
-/* Drop cached ranges older than the delay (all of them when force). Lock held; the ranges to
- * unmap are collected and unmapped by the caller after unlocking. */
+/* Drop cached ranges older than the delay (all of them when force): up to LARGE_DROP_BATCH,
+ * and the recent one. Lock held; the caller unmaps them after unlocking. */
 static unsigned expire(struct lcached *out, bool force)
 {
 	uint64_t now = sm_os_now_ns();
 	unsigned n = 0;
-	for (unsigned i = 0; i < LARGE_CACHE_SLOTS; i++) {
+	for (unsigned i = 0; i < LARGE_CACHE_SLOTS && n < LARGE_DROP_BATCH; i++) {
 		if (cached[i].base && (force || now - cached[i].when > sm_opt.purge_delay_ns)) {
 			out[n++] = cached[i];
 			cached_bytes -= cached[i].len;
@@ -243,18 +251,25 @@ static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map, uint8_t *gu
 	return base;
 }
 
-/* The bytes the cache may hold: LARGE_CACHE_BYTES, or the live large bytes when that is
- * more. A program that keeps a window of large blocks then finds a fit among the freed ones,
- * instead of faulting new pages in. The share is at most its live bytes: a window's peak RSS
- * stays under tcmalloc's and glibc's (bench/README.md), and the purge delay ends it. */
+/* The bytes the cache may hold: LARGE_CACHE_BYTES, or the most live large bytes within the
+ * last purge delay or so, when that is more. A program that keeps a window of large blocks
+ * then finds a fit among the freed ones, instead of faulting new pages in; so does one whose
+ * threads free all their blocks and the next ones take as many again (a wave). The share is at
+ * most that recent peak, and the purge delay ends it. */
 static size_t cache_cap(void)
 {
-	return live_bytes > LARGE_CACHE_BYTES ? live_bytes : LARGE_CACHE_BYTES;
+	uint64_t now = sm_os_now_ns();
+	if (now - recent_peak_at > sm_opt.purge_delay_ns) {
+		recent_peak = live_bytes;
+		recent_peak_at = now;
+	}
+	return recent_peak > LARGE_CACHE_BYTES ? recent_peak : LARGE_CACHE_BYTES;
 }
 
 /* Cache the range m, merged with cached neighbours of the same mapping (a range spanning two
  * mappings could not be remapped); ranges that no longer fit (slots, bytes: oldest first) go
- * to drop[] for the caller to unmap. Returns how many. */
+ * to drop[] for the caller to unmap. When LARGE_DROP_BATCH of them do not make room, m goes
+ * there too. Returns how many (at most LARGE_DROP_BATCH + 1). */
 static unsigned cache_put(struct lcached m, struct lcached *drop)
 {
 	unsigned nd = 0;
@@ -274,11 +289,11 @@ static unsigned cache_put(struct lcached m, struct lcached *drop)
 		}
 	}
 	size_t cap = cache_cap();
-	if (m.len > cap) {
-		drop[nd++] = m;
-		return nd;
-	}
 	for (;;) {
+		if (m.len > cap || nd == LARGE_DROP_BATCH) {
+			drop[nd++] = m;
+			return nd;
+		}
 		int free_slot = -1, oldest = -1;
 		for (int i = 0; i < LARGE_CACHE_SLOTS; i++) {
 			if (!cached[i].base)
@@ -739,19 +754,23 @@ uint64_t sm_large_resident(void)
 size_t sm_large_release(bool force, uint64_t *due)
 {
 	struct lcached drop[LARGE_DROP_MAX];
-	sm_lock(&large_lock);
-	unsigned nd = expire(drop, force);
-	uint64_t oldest = recent.base ? recent.when : UINT64_MAX;
-	for (unsigned i = 0; i < LARGE_CACHE_SLOTS; i++)
-		if (cached[i].base && cached[i].when < oldest)
-			oldest = cached[i].when;
-	sm_unlock(&large_lock);
+	size_t bytes = 0;
+	unsigned nd;
+	uint64_t oldest;
+	do { /* a batch at a time */
+		sm_lock(&large_lock);
+		nd = expire(drop, force);
+		oldest = recent.base ? recent.when : UINT64_MAX;
+		for (unsigned i = 0; i < LARGE_CACHE_SLOTS; i++)
+			if (cached[i].base && cached[i].when < oldest)
+				oldest = cached[i].when;
+		sm_unlock(&large_lock);
+		for (unsigned i = 0; i < nd; i++)
+			bytes += drop[i].len;
+		unmap_all(drop, nd);
+	} while (nd >= LARGE_DROP_BATCH);
 	if (due)
 		*due = oldest == UINT64_MAX ? 0 : oldest + sm_opt.purge_delay_ns;
-	size_t bytes = 0;
-	for (unsigned i = 0; i < nd; i++)
-		bytes += drop[i].len;
-	unmap_all(drop, nd);
 	return bytes;
 }
 

@@ -3,7 +3,8 @@
  * thousands of small strings, a buffer grown by realloc to 1 MiB, and, once memory has run
  * out (NULL with ENOMEM, never a crash), the same again after everything is freed. Before the
  * cap the program has freed and trimmed everything, so an allocator that gives all its
- * regions back, or that needs a whole new region for each size, finds no room. */
+ * regions back, or that needs a whole new region for each size, finds no room. Then, with
+ * more room, large blocks freed and cached must not keep small ones out of it. */
 #include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -16,6 +17,8 @@
 #include "test_util.h"
 
 enum { NSTR = 10000, ROOM = 2 << 20 };
+/* the second part: large blocks up to BIG_ROOM, then SMALL_AFTER small ones (about 20 MiB) */
+enum { BIG_ROOM = 48 << 20, BIG_SIZE = 4 << 20, BIG_MAX = 16, SMALL_AFTER = 100000 };
 
 static long vm_bytes(void)
 {
@@ -100,5 +103,36 @@ int main(void)
         head = x;
     }
     work("after running out");
+
+    /* large blocks freed fill the large cache, which keeps their address space: when a new
+     * region for small blocks does not fit, the cache must give it back */
+    rl.rlim_cur = (rlim_t)(vm_bytes() + BIG_ROOM);
+    if (!check(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit"))
+        return tu_finish("tight_as");
+    void *big[BIG_MAX];
+    int nbig = 0;
+    for (; nbig < BIG_MAX; nbig++)
+        if (!(big[nbig] = malloc(BIG_SIZE)))
+            break;
+    check(nbig >= 6, "only %d large blocks of %d MiB fit in %d MiB", nbig, BIG_SIZE >> 20,
+          BIG_ROOM >> 20);
+    for (int i = 0; i < nbig; i++)
+        free(big[i]);
+    got = 0;
+    for (; got < SMALL_AFTER; got++) {
+        struct node *x = malloc(sizeof *x);
+        if (!x)
+            break;
+        x->next = head, head = x;
+    }
+    printf("tight_as: %d large blocks freed, then %ld of %d small blocks\n", nbig, got,
+           SMALL_AFTER);
+    check(got == SMALL_AFTER, "after %d large blocks were freed, only %ld of %d small blocks "
+          "(errno %d)", nbig, got, SMALL_AFTER, errno);
+    while (head) {
+        struct node *x = head->next;
+        free(head);
+        head = x;
+    }
     return tu_finish("tight_as");
 }
