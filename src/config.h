@@ -96,6 +96,8 @@
 #define LARGE_RECENT_MAX (1u << 20)             /* a large block freed last, up to this size,
 						 * is not reused before the next large free */
 #define LARGE_CACHE_BYTES (128UL << 20)          /* ... holding at most this many bytes */
+#define LARGE_CACHE_PEAK_MAX (512UL << 20)      /* ... or the recent peak of live large
+						 * bytes, up to this (or the live bytes) */
 #define LARGE_PURGE_ZERO (64UL << 20)           /* calloc of a reused range this big: purge,
 						 * not memset (a page fault costs more than a
 						 * memset of the page) */

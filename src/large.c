@@ -251,11 +251,13 @@ static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map, uint8_t *gu
 	return base;
 }
 
-/* The bytes the cache may hold: LARGE_CACHE_BYTES, or the most live large bytes within the
- * last purge delay or so, when that is more. A program that keeps a window of large blocks
- * then finds a fit among the freed ones, instead of faulting new pages in; so does one whose
- * threads free all their blocks and the next ones take as many again (a wave). The share is at
- * most that recent peak, and the purge delay ends it. */
+/* The bytes the cache may hold: LARGE_CACHE_BYTES; or the live large bytes; or the most live
+ * large bytes within the last purge delay or so, up to LARGE_CACHE_PEAK_MAX; whichever is
+ * most. A program that keeps a window of large blocks then finds a fit among the freed ones,
+ * instead of faulting new pages in; so does one whose threads free all their blocks and the
+ * next ones take as many again (a wave). The purge delay ends the share, at the next large
+ * call: a program that frees its blocks and makes no more large calls keeps up to
+ * LARGE_CACHE_PEAK_MAX resident (SLUBMALLOC_BACKGROUND=1 purges it on time). */
 static size_t cache_cap(void)
 {
 	uint64_t now = sm_os_now_ns();
@@ -263,7 +265,9 @@ static size_t cache_cap(void)
 		recent_peak = live_bytes;
 		recent_peak_at = now;
 	}
-	return recent_peak > LARGE_CACHE_BYTES ? recent_peak : LARGE_CACHE_BYTES;
+	uint64_t cap = recent_peak < LARGE_CACHE_PEAK_MAX ? recent_peak : LARGE_CACHE_PEAK_MAX;
+	cap = cap > live_bytes ? cap : live_bytes;
+	return cap > LARGE_CACHE_BYTES ? cap : LARGE_CACHE_BYTES;
 }
 
 /* Cache the range m, merged with cached neighbours of the same mapping (a range spanning two
