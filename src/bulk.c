@@ -46,7 +46,7 @@
 #include "slubmalloc.h"
 
 /* Memory ran out: the objects taken go back, and large ranges to the OS (the cache would
- * keep them: up to the live bytes just before). */
+ * keep them, up to the recent peak of live large bytes). */
 static size_t bulk_fail(size_t size, size_t got, void **ptrs)
 {
 	free_bulk(got, ptrs);
@@ -76,8 +76,8 @@ static size_t alloc_each(size_t size, size_t n, void **ptrs)
 	return n;
 }
 
-/* copy_ptrs as a function returning n (malloc_bulk's tail call); then the same with 32-byte
- * moves, the stores free_bulk's AVX2 run check loads back (short arrays stay scalar). */
+/* copy_ptrs as a function returning n (many's tail call); then the same with 32-byte moves,
+ * the stores free_bulk's AVX2 run check loads back (sm_copy_ptrs: typed caches, refills). */
 static __attribute__((noinline)) size_t copy_ptrs_n(void **dst, void *const *src, size_t n)
 {
 	copy_ptrs(dst, src, n);

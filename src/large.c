@@ -3,8 +3,9 @@
  * backward-shift deletion). So free() tells a large block of ours from any other pointer
  * without reading memory in front of it.
  * Freed ranges wait in a cache of LARGE_CACHE_SLOTS ranges. It holds at most LARGE_CACHE_BYTES,
- * or the most live large bytes of about the last purge delay when that is more, and each range
- * for at most the purge delay (checked at large calls, and on time by the background thread).
+ * or the live large bytes, or their peak of about the last purge delay up to
+ * LARGE_CACHE_PEAK_MAX, whichever is most (cache_cap); and each range for at most the purge
+ * delay (checked at large calls, and on time by the background thread).
  * So malloc and free of large sizes reuse resident pages, instead of mapping, unmapping and
  * faulting them in again.
  * A request takes the best-fitting cached range and leaves the rest of it cached. Or it grows
