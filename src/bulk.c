@@ -253,14 +253,25 @@ static size_t prof_bulk(size_t size, size_t n, void **ptrs)
 	return n;
 }
 
-/* One object is malloc's: its fastpath, inline; any other n: a tail call. */
+/* One object, when the stacks are empty or the size is large: malloc's paths. */
+static __attribute__((noinline)) SM_COLD size_t one_slow(size_t size, void **ptrs)
+{
+	void *p = sm_alloc_fast(size);
+	if (unlikely(!p))
+		return 0;
+	ptrs[0] = p;
+	return 1;
+}
+
+/* One object is malloc's pop from the stacks, inline, and nothing else here (no call to keep
+ * a register across); anything else: a tail call. */
 SM_EXPORT SM_HOT size_t malloc_bulk(size_t size, size_t n, void **ptrs)
 {
 	if (unlikely(n != 1 || !ptrs))
 		return many_any(size, n, ptrs);
-	void *p = sm_alloc_fast(size);
-	if (unlikely(!p))
-		return 0;
+	void *p;
+	if (unlikely(size - 1 >= MAX_SMALL || !(p = stacks_pop(alloc_stack_for(size), NULL))))
+		return one_slow(size, ptrs);
 	ptrs[0] = p;
 	return 1;
 }
@@ -284,7 +295,10 @@ static inline struct stack *run_start(struct tcache *tc, uintptr_t a, struct cac
 		return NULL;
 	if (typed)
 		return likely(d->cache == typed) ? &tc->typed_free[typed->id] : NULL;
-	return free_stack_in(tc, d);
+	struct stack *b = free_stack_in(tc, d);
+	if (!b)
+		__builtin_unreachable(); /* (an address in tc: the callers test no NULL for it) */
+	return b;
 }
 
 #define RUNS_VEC 0

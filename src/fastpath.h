@@ -46,6 +46,26 @@
 #include "tcache.h"
 #include "types.h"
 
+/* malloc's pop from the stacks of b (alloc_stack_for), the free stack first: NULL when neither
+ * has an object above its floor (malloc_bulk's one object uses it alone). */
+static inline void *stacks_pop(struct stack *b, bool *zero)
+{
+	struct stack *f = free_stack_beside(b);
+	void **t = f->top;
+	if (t > stack_floor_raw(f)) { /* the object freed last first (not when held) */
+		f->top = --t;
+		return free_key_clear(*t);
+	}
+	t = b->top;
+	if (likely(t > stack_floor_raw(b))) {
+		b->top = --t;
+		if (zero)
+			*zero = free_key_zero(*t);
+		return free_key_clear(*t);
+	}
+	return NULL;
+}
+
 /* malloc's fastpath for a call of form (enum form; sm_alloc_fast: FORM_C). calloc's passes
  * zero: *zero becomes true when the object still reads as zero (harden.h's ZERO_KEY: carved,
  * never handed out; only allocation stacks hold those). */
@@ -53,19 +73,9 @@ static inline void *alloc_pop(size_t size, unsigned form, bool *zero)
 {
 	if (likely(size - 1 < MAX_SMALL)) {
 		struct stack *b = alloc_stack_for(size);
-		struct stack *f = free_stack_beside(b);
-		void **t = f->top;
-		if (t > stack_floor_raw(f)) { /* the object freed last first (not when held) */
-			f->top = --t;
-			return free_key_clear(*t);
-		}
-		t = b->top;
-		if (likely(t > stack_floor_raw(b))) {
-			b->top = --t;
-			if (zero)
-				*zero = free_key_zero(*t);
-			return free_key_clear(*t);
-		}
+		void *p = stacks_pop(b, zero);
+		if (likely(p))
+			return p;
 		return zero ? sm_alloc_swap_zero(b, size, zero) : sm_alloc_swap(b, size, form);
 	}
 	return sm_alloc_slow(size, form);
