@@ -98,9 +98,9 @@
 #define LARGE_CACHE_BYTES (128UL << 20)          /* ... holding at most this many bytes */
 #define LARGE_CACHE_PEAK_MAX (512UL << 20)      /* ... or the recent peak of live large
 						 * bytes, up to this (or the live bytes) */
-#define LARGE_PURGE_ZERO (64UL << 20)           /* calloc of a reused range this big: purge,
-						 * not memset (a page fault costs more than a
-						 * memset of the page) */
+#define LARGE_PURGE_ZERO (64UL << 20)           /* calloc of a reused range this big: purge;
+						 * below it, memset when half its pages are in
+						 * memory (zero_reused, large.c) */
 #define LARGE_GUARDED_MAX 4096                  /* new large mappings get guard pages while
 						 * fewer large blocks than this are live */
 

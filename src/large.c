@@ -468,6 +468,20 @@ static uintptr_t map_guarded(size_t len, size_t align, bool guards, uint8_t *gua
 	return (uintptr_t)(p + page);
 }
 
+/* calloc's block in a reused range, whose first n bytes (of len) hold the last user's data.
+ * A memset clears a page in memory for a small part of a page fault, but faults in each page
+ * that is not; a purge makes the program fault in each page it writes. So the pages in memory
+ * decide (mincore): at least half of them, and below LARGE_PURGE_ZERO: memset; else purge.
+ * Locked pages (mlockall) stay as they were when purged: they get the memset too. */
+static void zero_reused(uintptr_t base, size_t n, size_t len)
+{
+	size_t pages = (n + sm_page_size - 1) & ~(sm_page_size - 1);
+	if (len < LARGE_PURGE_ZERO && 2 * sm_os_resident((void *)base, pages) >= pages)
+		memset((void *)base, 0, n);
+	else if (!sm_os_purge((void *)base, pages))
+		memset((void *)base, 0, n);
+}
+
 void *sm_large_alloc(size_t size, size_t align, bool zero)
 {
 	if (size > PTRDIFF_MAX - 2 * REGION_SIZE || align > REGION_SIZE * 256)
@@ -509,6 +523,7 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 		len = have; /* the whole range, sliver included */
 	}
 	bool dirty = base != 0;
+	size_t old = have; /* the reused bytes: a range grown by mremap is zero past them */
 	if (!base) {
 		base = map_guarded(len, align, guards, &guard);
 		if (!base && sm_large_release(true, NULL)) /* the cache held the address space */
@@ -532,10 +547,8 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 		sm_stat_large_req += size;
 	live_add(1, (int64_t)len);
 	sm_unlock(&large_lock);
-	/* a big range: zero pages on demand, not a memset now; but locked pages stay as they
-	 * were (mlockall), and get the memset */
-	if (zero && dirty && (len < LARGE_PURGE_ZERO || !sm_os_purge((void *)base, len)))
-		memset((void *)base, 0, size);
+	if (zero && dirty)
+		zero_reused(base, size < old ? size : old, len);
 	return (void *)base;
 }
 

@@ -132,7 +132,7 @@ run_test linkage 0 bash tests/linkage.sh build
 # ---------- integration tests (under the preloaded library) ----------
 for t in api_contract cxx_new stress_mt fork fork_faults fork_stdio fork_signal stats_cancel tight_as \
          many_large rss glibc_interpose thread_exit thread_rss init_order oom fork_load thread_churn xstress_long \
-         calloc_locked calloc_fresh dirty_waves large_idle; do
+         calloc_locked calloc_fresh dirty_waves large_idle calloc_reuse; do
     run_test "$t" 1 "build/tests/preload/$t"
 done
 run_test kfence_rate 1 env SLUBMALLOC_KFENCE=10000 build/tests/preload/kfence_rate
