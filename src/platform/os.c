@@ -96,13 +96,16 @@ bool sm_os_purge(void *p, size_t size)
 	return madvise(p, size, MADV_DONTNEED) == 0;
 }
 
-/* mincore, a chunk of pages at a time (its vector is on the stack). p is page-aligned. */
+/* mincore, a chunk at a time (its vector is on the stack). p is page-aligned. A chunk is
+ * small enough for one vector byte per 4 KiB: qemu-user with a guest page above the host's
+ * (-p) passes the call on, and the host kernel writes a byte per host page (the count
+ * is then an estimate). */
 size_t sm_os_resident(const void *p, size_t size)
 {
 	size_t page = sm_os_page_size(), n = 0;
 	unsigned char vec[1024];
 	for (size_t off = 0; off < size;) {
-		size_t len = size - off < sizeof vec * page ? size - off : sizeof vec * page;
+		size_t len = size - off < sizeof vec * 4096 ? size - off : sizeof vec * 4096;
 		if (mincore((char *)p + off, len, vec) == 0)
 			for (size_t i = 0; i < (len + page - 1) / page; i++)
 				n += vec[i] & 1;
