@@ -16,14 +16,7 @@ enum { BLOCK = 16 << 20, NBLOCK = 40, KEEP_MAX_MIB = 512, SLACK_MIB = 48 };
 
 static long rss_kib(void)
 {
-    FILE *f = fopen("/proc/self/statm", "r");
-    long size = 0, res = 0;
-    if (f) {
-        if (fscanf(f, "%ld %ld", &size, &res) != 2)
-            res = 0;
-        fclose(f);
-    }
-    return res * (sysconf(_SC_PAGESIZE) / 1024);
+    return tu_rss_statm() / 1024;
 }
 
 int main(void)
