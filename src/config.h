@@ -70,7 +70,7 @@
 #define DEPOT_MAX 512                           /* objects a class's depot holds, at most
 						 * (and 2 stacks' worth): depot.c */
 #define FLUSH_PREFETCH 8                        /* objects a flush prefetches ahead */
-#define FLUSH_GROUPS 32                        /* slabs a flush gathers objects for at once
+#define FLUSH_GROUPS 64                        /* slabs a flush gathers objects for at once
 						 * (direct-mapped: frees in any order) */
 
 #define EMPTY_RESERVE 2                         /* empty slabs a cache keeps (min_partial);

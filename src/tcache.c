@@ -251,15 +251,15 @@ struct group {
  * groups, one bit each. */
 struct detached {
 	struct group g[FLUSH_GROUPS];
-	uint32_t used;
+	uint64_t used;
 };
-_Static_assert(FLUSH_GROUPS <= 32 && !(FLUSH_GROUPS & (FLUSH_GROUPS - 1)),
+_Static_assert(FLUSH_GROUPS <= 64 && !(FLUSH_GROUPS & (FLUSH_GROUPS - 1)),
 	       "one bit of used per group, a mask for the index");
 
 static void detached_push(struct detached *d)
 {
-	for (uint32_t m = d->used; m; m &= m - 1) {
-		struct group *g = &d->g[__builtin_ctz(m)];
+	for (uint64_t m = d->used; m; m &= m - 1) {
+		struct group *g = &d->g[__builtin_ctzll(m)];
 		sm_push_chain(g->s, g->head, g->tail, g->n);
 	}
 	d->used = 0;
@@ -275,7 +275,7 @@ static inline struct group *detached_group(struct detached *d, struct slab *s)
 		if (d->used >> i & 1)
 			sm_push_chain(g->s, g->head, g->tail, g->n);
 		*g = (struct group){.s = s, .head = NULL, .tail = NULL, .n = 0};
-		d->used |= 1u << i;
+		d->used |= 1ull << i;
 	}
 	return g;
 }
