@@ -435,7 +435,8 @@ void sm_flush_remote(struct tcache *tc, unsigned cls)
 /* The free stack of cls is full: if malloc's stack is empty, they swap; if the class has not
  * grown yet, both stacks grow to cap_grown; if they have, and the older half holds only
  * objects of this thread's own slabs, in runs of a page (bursts of its own objects), to
- * cap_burst; else the older half goes back to the slabs. */
+ * cap_burst; else the older half goes back to the slabs. While the process has one thread,
+ * every slab is that thread's own: the split by owner is skipped. */
 void sm_flush(struct tcache *tc, unsigned cls)
 {
 	if (!flush_begin(tc, cls))
@@ -459,7 +460,15 @@ void sm_flush(struct tcache *tc, unsigned cls)
 	uint32_t k = 0, own = 0, runs = 0, foreign = 0;
 	uintptr_t page = 1; /* the last object's page (1: none yet) and whether it is ours */
 	bool mine = false;
-	for (uint32_t i = 0; i < n; i++) {
+	if (!__atomic_load_n(&sm_second_thread, __ATOMIC_RELAXED)) {
+		/* the only thread: every slab is its own; the runs only for the burst test */
+		own = n;
+		if (count < sm_g.caches[cls].cap_burst)
+			for (uint32_t i = 0; i < n && runs * 4 <= n; i++)
+				if (((uintptr_t)b->slots[i] ^ page) >> SPAGE_SHIFT)
+					runs++, page = (uintptr_t)b->slots[i];
+	}
+	for (uint32_t i = own; i < n; i++) {
 		void *o = b->slots[i];
 		if (((uintptr_t)o ^ page) >> SPAGE_SHIFT) { /* a slab's objects come in runs */
 			runs++;
