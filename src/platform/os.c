@@ -1,6 +1,7 @@
 /* os.c: the OS half of the platform layer (platform.h has the contract). With rseq.c, the
  * only file that makes system calls: memory, files, threads, time, random bytes, membarrier.
- * Each call is a thin wrapper. Nothing here allocates, but sm_os_thread_start (pthread_create). */
+ * Each call is a thin wrapper, but sm_os_remap, which places a moved range. Nothing here
+ * allocates, but sm_os_thread_start (pthread_create). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -121,9 +122,37 @@ void sm_os_hugepages(void *p, size_t size, bool on)
 	madvise(p, size, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 }
 
+/* One page table maps 2 MiB (x86-64; arm64 with 4 KiB pages). */
+#define PT_SPAN ((size_t)2 << 20)
+
+/* In place when the kernel can. Else, from 2 * PT_SPAN up, to an address at the same offset
+ * within a PT_SPAN as p: the kernel then moves whole page tables, not entry by entry. Under a
+ * hypervisor that shadows page tables, the first write of each page moved entry by entry
+ * costs about half a page fault. errno stays as it was unless the call fails. */
 void *sm_os_remap(void *p, size_t old, size_t size)
 {
-	void *q = mremap(p, old, size, MREMAP_MAYMOVE);
+	int e = errno;
+	void *q = mremap(p, old, size, 0);
+	if (q != MAP_FAILED)
+		return q;
+	errno = e;
+	if (old >= 2 * PT_SPAN && size <= SIZE_MAX - PT_SPAN) {
+		char *r = mmap(NULL, size + PT_SPAN, PROT_NONE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (r != MAP_FAILED) {
+			char *d = r + (((uintptr_t)p - (uintptr_t)r) & (PT_SPAN - 1));
+			q = mremap(p, old, size, MREMAP_MAYMOVE | MREMAP_FIXED, d);
+			if (q != MAP_FAILED) {
+				if (d > r)
+					munmap(r, (size_t)(d - r));
+				munmap(d + size, (size_t)(r + PT_SPAN - d)); /* (d < r + PT_SPAN) */
+				return q;
+			}
+			munmap(r, size + PT_SPAN);
+			errno = e;
+		}
+	}
+	q = mremap(p, old, size, MREMAP_MAYMOVE);
 	return q == MAP_FAILED ? NULL : q;
 }
 

@@ -44,7 +44,8 @@ bool sm_os_purge(void *p, size_t size);             /* the pages go back; the ra
 						     * reads as zero. false: they stayed, as
 						     * they were (locked: mlockall) */
 size_t sm_os_resident(const void *p, size_t size);  /* bytes of [p, p + size) in memory (mincore) */
-void *sm_os_remap(void *p, size_t old, size_t size); /* may move; the pages move along */
+void *sm_os_remap(void *p, size_t old, size_t size); /* may move (whole page tables where it
+						      * can); the pages move along */
 void sm_os_hugepages(void *p, size_t size, bool on);  /* allow or refuse transparent huge pages */
 size_t sm_os_page_size(void);                       /* sysconf's: 4, 16 or 64 KiB */
 void sm_os_cpu_init(void);                          /* CPU features the arch header reads
