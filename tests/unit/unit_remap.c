@@ -1,8 +1,9 @@
 /* unit_remap.c: sm_os_remap (platform/os.c), the mremap behind large blocks.
  * A range that must move keeps its offset within 2 MiB, so the kernel moves whole page
  * tables; its bytes move along; the space reserved for the move is all given back; a range
- * grows in place when it can; a small range moves too. */
+ * grows in place when it can; a small range moves too; errno stays as it was. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -68,18 +69,20 @@ int main(void)
 	size_t old = 16 * MIB, size = 24 * MIB;
 	char *p = blocked_range(old);
 	fill(p, old, 7);
+	errno = EDOM;
 	char *q = sm_os_remap(p, old, size);
 	CHECK(q != NULL, "sm_os_remap(16 MiB -> 24 MiB) failed");
+	CHECK(errno == EDOM, "a move that succeeded changed errno to %d", errno);
 	CHECK(q != p, "the range grew in place past a page of no access");
-	CHECK(((uintptr_t)q & (SPAN - 1)) == ((uintptr_t)p & (SPAN - 1)),
-	      "moved from offset %#lx to offset %#lx within 2 MiB", (unsigned long)((uintptr_t)p & (SPAN - 1)),
-	      (unsigned long)((uintptr_t)q & (SPAN - 1)));
+	unsigned long from = (uintptr_t)p & (SPAN - 1), to = (uintptr_t)q & (SPAN - 1);
+	CHECK(from == to, "moved from offset %#lx to offset %#lx within 2 MiB", from, to);
 	check_fill(q, old, 7, "large move");
 	for (size_t i = old; i < size; i += 4096)
 		CHECK(q[i] == 0, "byte %zu of the grown part is not zero", i);
 	q[size - 1] = 1;
 	uintptr_t blocker = (uintptr_t)p + old;
-	CHECK(!none_mapping_at((uintptr_t)q, blocker) && !none_mapping_at((uintptr_t)q + size, blocker),
+	CHECK(!none_mapping_at((uintptr_t)q, blocker) &&
+		      !none_mapping_at((uintptr_t)q + size, blocker),
 	      "a piece of the reservation for the move is still mapped beside the range");
 	munmap(p + old, 4096);
 
