@@ -42,6 +42,15 @@ static void *map_at(uintptr_t a, size_t size)
 	return p;
 }
 
+/* Unmaps the parts of the mapping [p, p + span) outside [a, a + size) (inside it). */
+static void trim_to(char *p, size_t span, char *a, size_t size)
+{
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (p + span > a + size)
+		munmap(a + size, (size_t)(p + span - (a + size)));
+}
+
 /* size bytes aligned to align (a power of two >= the OS page). The kernel places mappings
  * top down, so the next one often lies right below the last: size bytes there first; else
  * size + align bytes, trimmed at both ends; and when the address space cannot spare that
@@ -69,10 +78,7 @@ void *sm_os_map_aligned(size_t size, size_t align)
 		return q;
 	}
 	char *a = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
-	if (a > p)
-		munmap(p, (size_t)(a - p));
-	if (p + span > a + size)
-		munmap(a + size, (size_t)(p + span - (a + size)));
+	trim_to(p, span, a, size);
 	return a;
 }
 
@@ -137,20 +143,17 @@ void *sm_os_remap(void *p, size_t old, size_t size)
 		return q;
 	errno = e;
 	if (old >= 2 * PT_SPAN && size <= SIZE_MAX - PT_SPAN) {
-		char *r = mmap(NULL, size + PT_SPAN, PROT_NONE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (r != MAP_FAILED) {
+		char *r = sm_os_reserve(size + PT_SPAN);
+		if (r) {
 			char *d = r + (((uintptr_t)p - (uintptr_t)r) & (PT_SPAN - 1));
 			q = mremap(p, old, size, MREMAP_MAYMOVE | MREMAP_FIXED, d);
 			if (q != MAP_FAILED) {
-				if (d > r)
-					munmap(r, (size_t)(d - r));
-				munmap(d + size, (size_t)(r + PT_SPAN - d)); /* (d < r + PT_SPAN) */
+				trim_to(r, size + PT_SPAN, d, size);
 				return q;
 			}
 			munmap(r, size + PT_SPAN);
-			errno = e;
 		}
+		errno = e;
 	}
 	q = mremap(p, old, size, MREMAP_MAYMOVE);
 	return q == MAP_FAILED ? NULL : q;
