@@ -299,19 +299,29 @@ reap() {
     running=("${still[@]}")
 }
 
-# next_end: waits for a module to end, and reaps; a module that ended without its report
-# (its shell died) is a failure. A module may end between reap and the jobs check: once none
-# runs, reap again first, so that its report counts.
+# launch MODULE TIMEOUT: runs the module in a subshell of its own. Its report exists however
+# that subshell ends: one that died without writing it is a failure, with its exit status.
+launch() {
+    local t=$1
+    (module "$@")
+    local rc=$?
+    if [ ! -f "$work/$t.report" ]; then
+        echo "FAIL $t: its run ended without a report (exit $rc)" >"$work/$t.out"
+        mv "$work/$t.out" "$work/$t.report"
+    fi
+}
+
+# next_end: waits for a module to end, and reaps. Only the reports say which ended: the shell's
+# job table is not asked. wait -n answers 127 once no launch is left; a module still listed
+# then lost its launcher too, and that is a failure.
 next_end() {
     wait -n
+    local rc=$?
     reap
-    if [ "${#running[@]}" -gt 0 ] && [ -z "$(jobs -pr)" ]; then
-        reap
-    fi
-    if [ "${#running[@]}" -gt 0 ] && [ -z "$(jobs -pr)" ]; then
+    if [ "$rc" = 127 ] && [ "${#running[@]}" -gt 0 ]; then
         local t
         for t in "${running[@]}"; do
-            echo "FAIL $t: its run ended without a report"
+            echo "FAIL $t: its launcher ended without a report"
             nfail=$((nfail + 1))
         done
         running=()
@@ -323,7 +333,7 @@ for pair in "${selected[@]}"; do
     while [ "${#running[@]}" -ge "$jobs" ]; do
         next_end
     done
-    module "${pair%%:*}" $((${pair#*:} * scale)) &
+    launch "${pair%%:*}" $((${pair#*:} * scale)) &
     running+=("${pair%%:*}")
 done
 while [ "${#running[@]}" -gt 0 ]; do
