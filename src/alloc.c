@@ -117,7 +117,7 @@ static inline __attribute__((always_inline)) void *alloc_slow(size_t size, unsig
 	sm_bg_poll();
 	if (size > MAX_SMALL)
 		return alloc_large(size, 0, false);
-	if (size == 0) { /* a block of its own with no access; a 16-byte one when none is left */
+	if (size == 0) { /* with Z, a block of its own with no access; else a 16-byte one */
 		void *z = sm_zero_alloc();
 		if (z)
 			return z;

@@ -67,7 +67,8 @@ void sm_init(void)
 	if (sm_opt.kfence)
 		sm_kfence_init(sm_opt.kfence);
 	sm_sample_init();
-	sm_zero_init();
+	if (sm_opt.debug & DBG_Z && sm_options_debugs("zero"))
+		sm_zero_init(); /* malloc(0): blocks with no access; else 16-byte ones */
 	sm_fault_init();
 	sm_large_debug = sm_opt.debug & (DBG_Z | DBG_P | DBG_Q) && sm_options_debugs("large")
 				 ? sm_opt.debug : 0;

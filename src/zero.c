@@ -1,5 +1,7 @@
-/* zero.c: the blocks malloc(0) returns. Each is an address of its own in a range reserved with
- * no access: a read or a write of a zero-size block faults, and so does a use after its free.
+/* zero.c: the blocks malloc(0) returns under SLUBMALLOC_DEBUG's Z (cache name "zero"). Each is
+ * an address of its own in a range reserved with no access: a read or a write of a zero-size
+ * block faults, and so does a use after its free. Without Z the range is not reserved, and
+ * malloc(0) returns a 16-byte block of the smallest class, as glibc and the peers give bytes.
  * Invariants: a slot's bit in used[] is set exactly while its block is handed out; bits change
  * only by atomic or/and (no lock: fork and signal handlers cannot deadlock here); two live
  * blocks never share an address. When every slot is taken, malloc(0) falls back to a block of

@@ -628,7 +628,27 @@ static int kfence_double_free(void)
     return survived("a sampled block freed twice");
 }
 
-/* ---- 9. zero-size blocks (the default) ---- */
+/* ---- 9. zero-size blocks: usable bytes by default, as glibc's; no access with debug Z ---- */
+/* stress-ng's malloc stressor stores a block's address in its first word, also for
+ * calloc(n, len / n) with len < n. Every peer gives malloc(0) 8 or more usable bytes. */
+static int zero_size_usable(void)
+{
+    void *volatile z = hide(calloc(5, 0)), *volatile m = hide(malloc(0));
+    if (!z || !m || z == m) {
+        fprintf(stderr, "bad_input: calloc(5, 0) = %p, malloc(0) = %p\n", z, m);
+        return 1;
+    }
+    *(uintptr_t *volatile)z = (uintptr_t)z; /* what stress-ng does */
+    *(uintptr_t *volatile)m = (uintptr_t)m;
+    int ok = *(uintptr_t *volatile)z == (uintptr_t)z && *(uintptr_t *volatile)m == (uintptr_t)m &&
+             malloc_usable_size(z) >= sizeof(uintptr_t) && malloc_usable_size(m) >= sizeof(uintptr_t);
+    printf("outcome: malloc(0), calloc(5, 0): a word stored and read back, usable >= 8: %s\n",
+           ok ? "yes" : "no");
+    free_v(z);
+    free_v(m);
+    return !ok;
+}
+
 static int zero_size_write(void)
 {
     char *p = malloc(0);
@@ -706,7 +726,7 @@ static const struct bad_case cases[] = {
     CASE(uaf_freelist_single), CASE(uaf_freelist_chain),
     CASE(kfence_overflow_guard), CASE(kfence_overflow_at_free), CASE(kfence_underflow_at_free),
     CASE(kfence_use_after_free), CASE(kfence_double_free),
-    CASE(zero_size_write), CASE(zero_size_double_free),
+    CASE(zero_size_usable), CASE(zero_size_write), CASE(zero_size_double_free),
     CASE(large_guard_after), CASE(large_guard_before), CASE(slab_far_overflow),
 };
 

@@ -127,9 +127,12 @@ cases=(
     "kfence_underflow_at_free  KFENCE=1 1 abort KFENCE: out-of-bounds write \\(seen at free\\) at 0x"
     "kfence_use_after_free     KFENCE=1 1 abort KFENCE: use after free at 0x && allocated by thread && freed by thread && #0 0x[0-9a-f]+ \\(.*bad_input\\+0x[0-9a-f]+\\)"
     "kfence_double_free        KFENCE=1 1 abort KFENCE: double free at 0x"
-    # 9. zero-size blocks: no access (a fault, reported), and a double free is reported
-    "zero_size_write           -    1 abort slubmalloc: access to a zero-size block at 0x"
+    # 9. zero-size blocks: usable bytes by default (as glibc's); with Z no access (a fault,
+    # reported); a double free is reported in both
+    "zero_size_usable          -    1 ok"
+    "zero_size_write           Z    1 abort slubmalloc: access to a zero-size block at 0x"
     "zero_size_double_free     -    1 abort $DF"
+    "zero_size_double_free     Z    1 abort $DF"
     # 10. faults in the other no-access areas, reported with the area and the block
     "large_guard_after         -    1 abort slubmalloc: out-of-bounds access at 0x[0-9a-f]+ \\(the guard page after the large block 0x"
     "large_guard_before        -    1 abort slubmalloc: out-of-bounds access at 0x[0-9a-f]+ \\(the guard page before the large block 0x"
