@@ -184,15 +184,19 @@ static void slab_release(struct cache *c, struct slab *s)
 		sm_typed_gone(c);
 }
 
-/* Free every empty slab c keeps on its partial list (kmem_cache_shrink). */
+/* Free every empty slab c keeps on its partial list (kmem_cache_shrink). nr_empty counts them;
+ * they were added at the tail (slab_became_empty), so the walk goes backward from there. A
+ * malloc_trim with none to free costs a lock per cache, not a walk of every partial slab. */
 void sm_cache_shrink(struct cache *c)
 {
 	for (;;) {
 		sm_lock(&c->lock);
-		struct slab *s = c->partial;
-		for (uint32_t i = 0; s && i < c->nr_partial; i++, s = s->next)
-			if (SLAB_INUSE(s->word.hi) == 0)
-				break;
+		struct slab *s = c->nr_empty ? c->partial : NULL;
+		if (s) {
+			s = s->prev;
+			for (uint32_t i = 0; i < c->nr_partial && SLAB_INUSE(s->word.hi) != 0; i++)
+				s = s->prev;
+		}
 		if (!s || SLAB_INUSE(s->word.hi) != 0) {
 			sm_unlock(&c->lock);
 			return;
