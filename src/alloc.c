@@ -82,12 +82,12 @@ static SM_COLD bool trim_may_help(size_t size)
 }
 
 /* Out of memory (an RLIMIT_AS cap, say): the caches' memory goes back to the OS at once, as
- * malloc_trim(0) gives it (the empty slabs each cache keeps, dirty pages, cached large
- * ranges), and a large block is tried once more. */
+ * malloc_trim(0) gives it (the empty slabs each cache keeps, dirty pages), the cached large
+ * ranges unmapped, and a large block is tried once more. */
 static void *alloc_large(size_t size, size_t align, bool zero)
 {
 	void *p = sm_large_alloc(size, align, zero);
-	if (unlikely(!p) && trim_may_help(size) && sm_trim() &&
+	if (unlikely(!p) && trim_may_help(size) && sm_trim(true) &&
 	    !(p = sm_large_alloc(size, align, zero)))
 		errno = ENOMEM;
 	if (unlikely(sm_opt.prof) && p && sm_sample_prof_due(size))
@@ -102,7 +102,7 @@ static void *alloc_large(size_t size, size_t align, bool zero)
 static SM_COLD void *no_region(unsigned cls, size_t size, size_t align)
 {
 	void *p = NULL;
-	if (sm_trim())
+	if (sm_trim(true))
 		p = alloc_class(cls, size, NULL, FORM_C, NULL);
 	return p ? p : alloc_large(size, align, false);
 }

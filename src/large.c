@@ -31,9 +31,12 @@
  * its alignment; the few bytes after it, and those before it in its first page, are red zone).
  * A freed one loses its pages and all access, and waits in a quarantine of mappings before it
  * is unmapped: a use after free faults, and its address is not handed out again meanwhile.
- * Invariants: everything here is under large_lock, except the system calls that map or unmap a
- * range no other thread can see; table entries have key != 0; cached ranges are dirty, and
- * calloc clears a reused one; debug entries have req != 0 and never enter the cache. */
+ * malloc_trim purges the cached ranges and keeps them mapped and cached, clean: the next large
+ * blocks then need no mmap, and find their page tables. Out of memory, they are unmapped.
+ * Invariants: everything here is under large_lock, except the system calls that map, unmap or
+ * purge a range no other thread can see; table entries have key != 0; a cached range is dirty
+ * unless clean, and calloc clears a reused dirty one; debug entries have req != 0 and never
+ * enter the cache. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +73,7 @@ struct lcached {
 	uint64_t when;
 	uint64_t map;
 	uint8_t guard;  /* as lentry's */
+	bool clean;     /* purged since it was last handed out: no page in memory, reads as zero */
 };
 
 static uint64_t next_map = 1; /* mapping ids: one per mmap, and per mremap that moved */
@@ -211,8 +215,8 @@ static void unmap_all(struct lcached *v, unsigned n)
  * *have (< len): the caller extends it with mremap, which keeps its resident pages. 0: none
  * fits. *map: the range's mapping; *guard: the guards of the range taken (a split hands out
  * the lower part, with the guard before, if any: so a block reused from a range starts where
- * an earlier one did, and finds the pages that one touched resident). */
-static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map, uint8_t *guard)
+ * an earlier one did, and finds the pages that one touched resident); *clean: as lcached's. */
+static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map, uint8_t *guard, bool *clean)
 {
 	int best = -1, largest = -1;
 	for (int i = 0; i < LARGE_CACHE_SLOTS; i++) {
@@ -231,6 +235,7 @@ static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map, uint8_t *gu
 		*have = cached[largest].len;
 		*map = cached[largest].map;
 		*guard = cached[largest].guard;
+		*clean = cached[largest].clean;
 		cached_bytes -= *have;
 		cached[largest].base = 0;
 		return base;
@@ -238,6 +243,7 @@ static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map, uint8_t *gu
 	uintptr_t base = cached[best].base;
 	*map = cached[best].map;
 	*guard = cached[best].guard;
+	*clean = cached[best].clean;
 	if (cached[best].len - len < len / 8)
 		len = *have = cached[best].len;
 	cached_bytes -= len;
@@ -288,6 +294,7 @@ static unsigned cache_put(struct lcached m, struct lcached *drop)
 					  : (m.guard & GUARD_BEFORE) | (c->guard & GUARD_AFTER);
 			m.base = c->base < m.base ? c->base : m.base;
 			m.len += c->len;
+			m.clean = m.clean && c->clean;
 			cached_bytes -= c->len;
 			c->base = 0;
 			i = -1; /* the merged range may have a neighbour on its other side */
@@ -495,10 +502,11 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 	size_t have = len;
 	uint64_t map = 0;
 	uint8_t guard = 0;
+	bool clean = false;
 	sm_lock(&large_lock);
 	unsigned nd = expire(drop, false);
 	if (align <= sm_page_size)
-		base = cache_take(len, &have, &map, &guard);
+		base = cache_take(len, &have, &map, &guard, &clean);
 	bool guards = live_n < LARGE_GUARDED_MAX;
 	sm_unlock(&large_lock);
 	unmap_all(drop, nd);
@@ -509,7 +517,7 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 		void *q = sm_os_remap((void *)base, have, len);
 		if (!q) { /* out of address space: keep the range cached, try a new mapping */
 			struct lcached back = {.base = base, .len = have, .when = sm_os_now_ns(),
-					       .map = map};
+					       .map = map, .clean = clean};
 			sm_lock(&large_lock);
 			nd = cache_put(back, drop);
 			sm_bg_kick(); /* (the cache may have been empty) */
@@ -522,7 +530,7 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 	} else if (base) {
 		len = have; /* the whole range, sliver included */
 	}
-	bool dirty = base != 0;
+	bool dirty = base && !clean;
 	size_t old = have; /* the reused bytes: a range grown by mremap is zero past them */
 	if (!base) {
 		base = map_guarded(len, align, guards, &guard);
@@ -789,6 +797,52 @@ size_t sm_large_release(bool force, uint64_t *due)
 	} while (nd >= LARGE_DROP_BATCH);
 	if (due)
 		*due = oldest == UINT64_MAX ? 0 : oldest + sm_opt.purge_delay_ns;
+	return bytes;
+}
+
+/* malloc_trim: the dirty cached ranges (and the recent one) are purged and stay cached, clean
+ * (the recent one apart, unless another took its place).
+ * A batch at a time leaves the cache, is purged unlocked, and goes back (merged with any
+ * neighbour freed meanwhile: dirty again, so a bounded number of batches). A range whose purge
+ * fails (locked pages) goes back dirty. Returns the bytes purged. */
+size_t sm_large_purge(void)
+{
+	struct lcached v[LARGE_DROP_BATCH], drop[LARGE_DROP_BATCH + 1];
+	size_t bytes = 0;
+	unsigned n;
+	for (unsigned round = 0; round <= LARGE_CACHE_SLOTS / LARGE_DROP_BATCH; round++) {
+		sm_lock(&large_lock);
+		n = 0;
+		bool had_recent = recent.base && !recent.clean;
+		if (had_recent) {
+			v[n++] = recent;
+			recent.base = 0;
+		}
+		for (unsigned i = 0; i < LARGE_CACHE_SLOTS && n < LARGE_DROP_BATCH; i++)
+			if (cached[i].base && !cached[i].clean) {
+				v[n++] = cached[i];
+				cached_bytes -= cached[i].len;
+				cached[i].base = 0;
+			}
+		sm_unlock(&large_lock);
+		for (unsigned i = 0; i < n; i++)
+			if (sm_os_purge((void *)v[i].base, v[i].len)) {
+				v[i].clean = true;
+				bytes += v[i].len;
+			}
+		for (unsigned i = 0; i < n; i++) {
+			sm_lock(&large_lock);
+			unsigned nd = 0;
+			if (i == 0 && had_recent && !recent.base) /* it waits apart again */
+				recent = v[0];
+			else
+				nd = cache_put(v[i], drop);
+			sm_unlock(&large_lock);
+			unmap_all(drop, nd);
+		}
+		if (n < LARGE_DROP_BATCH)
+			break;
+	}
 	return bytes;
 }
 

@@ -5,7 +5,8 @@
  * another's. The background thread pokes threads that have gone quiet (background.c).
  * With SLUBMALLOC_DEBUG's red zones or poison, every debug block is checked first (debug.c).
  * Then the depots go back to the slabs, and every cache frees its empty slabs, the min_partial
- * reserve too. Every dirty slab page is purged, and every cached large range is unmapped.
+ * reserve too. Every dirty slab page is purged. The cached large ranges are purged and stay
+ * mapped for the next large blocks (malloc_trim), or are unmapped (out of memory).
  * Invariants: sm_trim_gen only grows; a thread's trim_gen is the last value it drained for.
  * A drain leaves every floor of the thread unpoked. */
 #include "bulk.h"
@@ -67,7 +68,7 @@ static void poke_other(struct tcache *tc, void *self)
 		sm_poke(tc);
 }
 
-int sm_trim(void)
+int sm_trim(bool unmap)
 {
 	if (!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE))
 		return 0;
@@ -88,7 +89,7 @@ int sm_trim(void)
 		sm_cache_shrink(c);
 	}
 	size_t released = sm_pages_purge_all();
-	released += sm_large_release(true, NULL);
+	released += unmap ? sm_large_release(true, NULL) : sm_large_purge();
 	return released > 0;
 }
 
@@ -97,5 +98,5 @@ int sm_trim(void)
 int sm_malloc_trim(size_t pad)
 {
 	(void)pad;
-	return sm_trim();
+	return sm_trim(false);
 }

@@ -203,7 +203,7 @@ static int h_purge(const struct entry *e, const size_t *ix, union val *out, cons
 	(void)e, (void)out, (void)in;
 	if (!arena_or_all(ix[0]))
 		return ENOENT;
-	sm_trim();
+	sm_trim(false);
 	return 0;
 }
 
