@@ -93,6 +93,7 @@
 #define FULLEST_SCAN 64                         /* partial slabs a mover's allocation looks at */
 #define DEFRAG_SNAP_NS 100000000ULL             /* the defrag hint's figures: at most this old */
 #define LARGE_CACHE_SLOTS 256                   /* freed large ranges kept for reuse */
+#define LARGE_RETAINED_SLOTS 1024               /* purged ranges kept mapped for reuse */
 #define LARGE_RECENT_MAX (1u << 20)             /* a large block freed last, up to this size,
 						 * is not reused before the next large free */
 #define LARGE_CACHE_BYTES (128UL << 20)          /* ... holding at most this many bytes */

@@ -31,12 +31,17 @@
  * its alignment; the few bytes after it, and those before it in its first page, are red zone).
  * A freed one loses its pages and all access, and waits in a quarantine of mappings before it
  * is unmapped: a use after free faults, and its address is not handed out again meanwhile.
- * malloc_trim purges the cached ranges and keeps them mapped and cached, clean: the next large
- * blocks then need no mmap, and find their page tables. Out of memory, they are unmapped.
+ * A range that leaves the cache (past the delay, pushed out, malloc_trim) is purged and kept
+ * mapped among the retained ranges: free address space with no page in memory, sorted by
+ * address, neighbours merged. A request the cache cannot serve takes the best fit there before
+ * it maps anything: no mmap, no munmap, and the page tables are still there. A range that does
+ * not fit there (LARGE_RETAINED_SLOTS, cache_cap bytes) is unmapped. Out of memory, every cached
+ * and retained range is unmapped. Merged retained ranges may span two mappings (VMAs): mremap
+ * of one fails, and its callers fall back (a new mapping, a copy).
  * Invariants: everything here is under large_lock, except the system calls that map, unmap or
- * purge a range no other thread can see; table entries have key != 0; a cached range is dirty
- * unless clean, and calloc clears a reused dirty one; debug entries have req != 0 and never
- * enter the cache. */
+ * purge a range no other thread can see; table entries have key != 0; cached ranges are dirty,
+ * and calloc clears a reused one; retained ranges are purged (zero); debug entries have
+ * req != 0 and never enter the cache. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,7 +78,6 @@ struct lcached {
 	uint64_t when;
 	uint64_t map;
 	uint8_t guard;  /* as lentry's */
-	bool clean;     /* purged since it was last handed out: no page in memory, reads as zero */
 };
 
 static uint64_t next_map = 1; /* mapping ids: one per mmap, and per mremap that moved */
@@ -84,6 +88,14 @@ static size_t table_cap, table_used;
 static struct lcached cached[LARGE_CACHE_SLOTS];
 static size_t cached_bytes;   /* of cached[] */
 static struct lcached recent; /* the range freed last (up to LARGE_RECENT_MAX); base 0: none */
+struct rrange {
+	uintptr_t base;
+	size_t len;
+	uint8_t guard;  /* as lentry's */
+};
+static struct rrange retained[LARGE_RETAINED_SLOTS]; /* by address; [0, n_retained) */
+static unsigned n_retained;
+static size_t retained_bytes;
 /* A large call unmaps at most LARGE_DROP_BATCH ranges a step (expire, cache_put), so its array
  * of them is small on the caller's stack; expired ranges beyond that wait for the next call. */
 #define LARGE_DROP_BATCH 16
@@ -215,8 +227,8 @@ static void unmap_all(struct lcached *v, unsigned n)
  * *have (< len): the caller extends it with mremap, which keeps its resident pages. 0: none
  * fits. *map: the range's mapping; *guard: the guards of the range taken (a split hands out
  * the lower part, with the guard before, if any: so a block reused from a range starts where
- * an earlier one did, and finds the pages that one touched resident); *clean: as lcached's. */
-static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map, uint8_t *guard, bool *clean)
+ * an earlier one did, and finds the pages that one touched resident). */
+static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map, uint8_t *guard)
 {
 	int best = -1, largest = -1;
 	for (int i = 0; i < LARGE_CACHE_SLOTS; i++) {
@@ -235,7 +247,6 @@ static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map, uint8_t *gu
 		*have = cached[largest].len;
 		*map = cached[largest].map;
 		*guard = cached[largest].guard;
-		*clean = cached[largest].clean;
 		cached_bytes -= *have;
 		cached[largest].base = 0;
 		return base;
@@ -243,7 +254,6 @@ static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map, uint8_t *gu
 	uintptr_t base = cached[best].base;
 	*map = cached[best].map;
 	*guard = cached[best].guard;
-	*clean = cached[best].clean;
 	if (cached[best].len - len < len / 8)
 		len = *have = cached[best].len;
 	cached_bytes -= len;
@@ -294,7 +304,6 @@ static unsigned cache_put(struct lcached m, struct lcached *drop)
 					  : (m.guard & GUARD_BEFORE) | (c->guard & GUARD_AFTER);
 			m.base = c->base < m.base ? c->base : m.base;
 			m.len += c->len;
-			m.clean = m.clean && c->clean;
 			cached_bytes -= c->len;
 			c->base = 0;
 			i = -1; /* the merged range may have a neighbour on its other side */
@@ -322,6 +331,121 @@ static unsigned cache_put(struct lcached m, struct lcached *drop)
 		cached_bytes -= cached[oldest].len;
 		cached[oldest].base = 0;
 	}
+}
+
+/* ---- retained ranges ---- */
+
+/* Keep purged range *m among the retained ones, merged with its neighbours. false: *m is to be
+ * unmapped: the range given, when there is no room for it (bytes), or the smallest of the
+ * retained ones and it (slots: the smallest goes, so the ranges kept are the likeliest to
+ * fit). Lock held. */
+static bool retain(struct lcached *m)
+{
+	if (retained_bytes + m->len > cache_cap())
+		return false;
+	unsigned lo = 0, hi = n_retained; /* lo: the first range above m */
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+		if (retained[mid].base < m->base)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	struct rrange *prev = lo ? &retained[lo - 1] : NULL;
+	struct rrange *next = lo < n_retained ? &retained[lo] : NULL;
+	bool with_prev = prev && prev->base + prev->len == m->base;
+	bool with_next = next && m->base + m->len == next->base;
+	if (with_prev) {
+		prev->len += m->len;
+		prev->guard = (prev->guard & GUARD_BEFORE) | (m->guard & GUARD_AFTER);
+		if (with_next) { /* the three are one */
+			prev->len += next->len;
+			prev->guard = (prev->guard & GUARD_BEFORE) | (next->guard & GUARD_AFTER);
+			memmove(next, next + 1, (n_retained - lo - 1) * sizeof *next);
+			n_retained--;
+		}
+	} else if (with_next) {
+		next->base = m->base;
+		next->len += m->len;
+		next->guard = (m->guard & GUARD_BEFORE) | (next->guard & GUARD_AFTER);
+	} else {
+		struct rrange out = {.base = m->base, .len = m->len, .guard = m->guard};
+		if (n_retained == LARGE_RETAINED_SLOTS) {
+			unsigned least = 0;
+			for (unsigned i = 1; i < n_retained; i++)
+				if (retained[i].len < retained[least].len)
+					least = i;
+			if (retained[least].len >= m->len)
+				return false;
+			out = retained[least];
+			memmove(&retained[least], &retained[least + 1],
+				(n_retained - least - 1) * sizeof *retained);
+			n_retained--;
+			lo -= least < lo;
+		}
+		memmove(&retained[lo + 1], &retained[lo], (n_retained - lo) * sizeof *retained);
+		retained[lo] = (struct rrange){.base = m->base, .len = m->len, .guard = m->guard};
+		n_retained++;
+		retained_bytes += m->len;
+		if (out.base != m->base) { /* the smallest went */
+			retained_bytes -= out.len;
+			*m = (struct lcached){.base = out.base, .len = out.len, .guard = out.guard};
+			return false;
+		}
+		return true;
+	}
+	retained_bytes += m->len;
+	return true;
+}
+
+/* The best-fitting retained range for len bytes: its lower part (all of it when the rest
+ * would be under 1/8 of len); *have: the bytes handed out; *guard: their guards. 0: none fits.
+ * Lock held. */
+static uintptr_t retained_take(size_t len, size_t *have, uint8_t *guard)
+{
+	int best = -1;
+	for (unsigned i = 0; i < n_retained; i++)
+		if (retained[i].len >= len && (best < 0 || retained[i].len < retained[best].len))
+			best = (int)i;
+	if (best < 0)
+		return 0;
+	struct rrange *r = &retained[best];
+	uintptr_t base = r->base;
+	if (r->len - len < len / 8)
+		len = r->len;
+	*have = len;
+	retained_bytes -= len;
+	if (r->len > len) {
+		*guard = r->guard & GUARD_BEFORE;
+		r->guard &= GUARD_AFTER;
+		r->base += len;
+		r->len -= len;
+	} else {
+		*guard = r->guard;
+		memmove(r, r + 1, (n_retained - (unsigned)best - 1) * sizeof *r);
+		n_retained--;
+	}
+	return base;
+}
+
+/* Ranges that left the cache (no lock held): purged and retained; those that cannot be (a
+ * failed purge: locked pages; no room) are unmapped. Returns the bytes purged. */
+static size_t let_go(struct lcached *v, unsigned n)
+{
+	size_t bytes = 0;
+	bool purged[LARGE_DROP_MAX];
+	for (unsigned i = 0; i < n; i++) {
+		purged[i] = sm_os_purge((void *)v[i].base, v[i].len);
+		bytes += purged[i] ? v[i].len : 0;
+	}
+	unsigned nd = 0;
+	sm_lock(&large_lock);
+	for (unsigned i = 0; i < n; i++)
+		if (!purged[i] || !retain(&v[i]))
+			v[nd++] = v[i];
+	sm_unlock(&large_lock);
+	unmap_all(v, nd);
+	return bytes;
 }
 
 /* ---- debug blocks ---- */
@@ -502,14 +626,17 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 	size_t have = len;
 	uint64_t map = 0;
 	uint8_t guard = 0;
-	bool clean = false;
+	bool fresh = false; /* a retained range: purged, zero */
 	sm_lock(&large_lock);
 	unsigned nd = expire(drop, false);
-	if (align <= sm_page_size)
-		base = cache_take(len, &have, &map, &guard, &clean);
+	if (align <= sm_page_size) {
+		base = cache_take(len, &have, &map, &guard);
+		if (!base)
+			fresh = (base = retained_take(len, &have, &guard)) != 0;
+	}
 	bool guards = live_n < LARGE_GUARDED_MAX;
 	sm_unlock(&large_lock);
-	unmap_all(drop, nd);
+	let_go(drop, nd);
 
 	if (base && have < len) {
 		unmap_guards(base, have, guard); /* (so that the range may grow in place) */
@@ -517,12 +644,12 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 		void *q = sm_os_remap((void *)base, have, len);
 		if (!q) { /* out of address space: keep the range cached, try a new mapping */
 			struct lcached back = {.base = base, .len = have, .when = sm_os_now_ns(),
-					       .map = map, .clean = clean};
+					       .map = map};
 			sm_lock(&large_lock);
 			nd = cache_put(back, drop);
 			sm_bg_kick(); /* (the cache may have been empty) */
 			sm_unlock(&large_lock);
-			unmap_all(drop, nd);
+			let_go(drop, nd);
 		} else if ((uintptr_t)q != base) {
 			map = 0; /* moved: a mapping of its own */
 		}
@@ -530,7 +657,7 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 	} else if (base) {
 		len = have; /* the whole range, sliver included */
 	}
-	bool dirty = base && !clean;
+	bool dirty = base && !fresh;
 	size_t old = have; /* the reused bytes: a range grown by mremap is zero past them */
 	if (!base) {
 		base = map_guarded(len, align, guards, &guard);
@@ -606,7 +733,7 @@ int sm_large_free(void *p)
 	sm_unlock(&large_lock);
 	if (prof)
 		sm_prof_drop(prof, preq);
-	unmap_all(drop, nd);
+	let_go(drop, nd);
 	return 1;
 }
 
@@ -660,6 +787,37 @@ static bool grow_into_cached(struct lentry *m, size_t len)
 	return false;
 }
 
+/* The same over a retained range just above m (purged: the pages grown over read as zero).
+ * Lock held. */
+static bool grow_into_retained(struct lentry *m, size_t len)
+{
+	size_t need = len - m->len;
+	unsigned lo = 0, hi = n_retained; /* lo: the first range at or above m's end */
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+		if (retained[mid].base < m->base + m->len)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	struct rrange *r = &retained[lo];
+	if (lo == n_retained || r->base != m->base + m->len || r->len < need)
+		return false;
+	if (r->len - need < need / 8)
+		need = r->len;
+	retained_bytes -= need;
+	r->base += need;
+	r->len -= need;
+	if (!r->len) {
+		m->guard |= r->guard & GUARD_AFTER;
+		memmove(r, r + 1, (n_retained - lo - 1) * sizeof *r);
+		n_retained--;
+	}
+	live_add(0, (int64_t)need);
+	m->len += need;
+	return true;
+}
+
 /* Resize the large block p (one of ours) in place, or by mremap. NULL when that cannot be
  * done (an aligned block that does not start its mapping, or mremap failed): the caller
  * copies. */
@@ -675,7 +833,8 @@ void *sm_large_realloc(void *p, size_t size)
 		return NULL;
 	}
 	struct lentry m = *e;
-	bool grown = len > m.len && !(m.guard & GUARD_AFTER) && grow_into_cached(&m, len);
+	bool grown = len > m.len && !(m.guard & GUARD_AFTER) &&
+		     (grow_into_cached(&m, len) || grow_into_retained(&m, len));
 	if (grown) {
 		e->len = m.len;
 		e->guard = m.guard;
@@ -771,12 +930,15 @@ uint64_t sm_large_resident(void)
 			n += sm_os_resident((void *)cached[i].base, cached[i].len);
 	if (recent.base)
 		n += sm_os_resident((void *)recent.base, recent.len);
+	for (unsigned i = 0; i < n_retained; i++) /* (none, unless locked) */
+		n += sm_os_resident((void *)retained[i].base, retained[i].len);
 	sm_unlock(&large_lock);
 	return n;
 }
 
-/* The cached ranges past the delay (all of them: force; malloc_trim) go back. Returns the bytes
- * unmapped; *due (unless NULL): when the next is due (the background thread), 0: none is left. */
+/* The cached ranges past the delay are purged and retained. force (out of memory): every
+ * cached and retained range is unmapped. Returns the bytes purged or unmapped; *due (unless
+ * NULL): when the next is due (the background thread), 0: none is left. */
 size_t sm_large_release(bool force, uint64_t *due)
 {
 	struct lcached drop[LARGE_DROP_MAX];
@@ -786,63 +948,42 @@ size_t sm_large_release(bool force, uint64_t *due)
 	do { /* a batch at a time */
 		sm_lock(&large_lock);
 		nd = expire(drop, force);
+		while (force && nd < LARGE_DROP_BATCH && n_retained) {
+			struct rrange *r = &retained[--n_retained];
+			retained_bytes -= r->len;
+			drop[nd++] = (struct lcached){.base = r->base, .len = r->len, .guard = r->guard};
+		}
 		oldest = recent.base ? recent.when : UINT64_MAX;
 		for (unsigned i = 0; i < LARGE_CACHE_SLOTS; i++)
 			if (cached[i].base && cached[i].when < oldest)
 				oldest = cached[i].when;
 		sm_unlock(&large_lock);
-		for (unsigned i = 0; i < nd; i++)
-			bytes += drop[i].len;
-		unmap_all(drop, nd);
+		if (force) {
+			for (unsigned i = 0; i < nd; i++)
+				bytes += drop[i].len;
+			unmap_all(drop, nd);
+		} else {
+			bytes += let_go(drop, nd);
+		}
 	} while (nd >= LARGE_DROP_BATCH);
 	if (due)
 		*due = oldest == UINT64_MAX ? 0 : oldest + sm_opt.purge_delay_ns;
 	return bytes;
 }
 
-/* malloc_trim: the dirty cached ranges (and the recent one) are purged and stay cached, clean
- * (the recent one apart, unless another took its place).
- * A batch at a time leaves the cache, is purged unlocked, and goes back (merged with any
- * neighbour freed meanwhile: dirty again, so a bounded number of batches). A range whose purge
- * fails (locked pages) goes back dirty. Returns the bytes purged. */
+/* malloc_trim: every cached range is purged and retained, whatever its age. Returns the bytes
+ * purged. */
 size_t sm_large_purge(void)
 {
-	struct lcached v[LARGE_DROP_BATCH], drop[LARGE_DROP_BATCH + 1];
+	struct lcached drop[LARGE_DROP_MAX];
 	size_t bytes = 0;
-	unsigned n;
-	for (unsigned round = 0; round <= LARGE_CACHE_SLOTS / LARGE_DROP_BATCH; round++) {
+	unsigned nd;
+	do {
 		sm_lock(&large_lock);
-		n = 0;
-		bool had_recent = recent.base && !recent.clean;
-		if (had_recent) {
-			v[n++] = recent;
-			recent.base = 0;
-		}
-		for (unsigned i = 0; i < LARGE_CACHE_SLOTS && n < LARGE_DROP_BATCH; i++)
-			if (cached[i].base && !cached[i].clean) {
-				v[n++] = cached[i];
-				cached_bytes -= cached[i].len;
-				cached[i].base = 0;
-			}
+		nd = expire(drop, true);
 		sm_unlock(&large_lock);
-		for (unsigned i = 0; i < n; i++)
-			if (sm_os_purge((void *)v[i].base, v[i].len)) {
-				v[i].clean = true;
-				bytes += v[i].len;
-			}
-		for (unsigned i = 0; i < n; i++) {
-			sm_lock(&large_lock);
-			unsigned nd = 0;
-			if (i == 0 && had_recent && !recent.base) /* it waits apart again */
-				recent = v[0];
-			else
-				nd = cache_put(v[i], drop);
-			sm_unlock(&large_lock);
-			unmap_all(drop, nd);
-		}
-		if (n < LARGE_DROP_BATCH)
-			break;
-	}
+		bytes += let_go(drop, nd);
+	} while (nd >= LARGE_DROP_BATCH);
 	return bytes;
 }
 

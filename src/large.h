@@ -15,9 +15,9 @@ size_t sm_large_usable(const void *p);        /* 0: not one of ours */
 void *sm_large_realloc(void *p, size_t size); /* NULL: could not; copy instead */
 void sm_large_figures(uint64_t *live_n, uint64_t *live_bytes, uint64_t *cached_bytes,
 		      uint64_t *peak_n, uint64_t *peak_bytes);
-size_t sm_large_release(bool all, uint64_t *due); /* unmap the cached ranges due (all: out of
-						   * memory); due may be NULL */
-size_t sm_large_purge(void);                  /* malloc_trim: purge them, keep them cached */
+size_t sm_large_release(bool all, uint64_t *due); /* purge the cached ranges due (all: unmap
+						   * every range, out of memory); due may be NULL */
+size_t sm_large_purge(void);                  /* malloc_trim: purge every cached range */
 uint64_t sm_large_resident(void);             /* in memory (mincore), the table too */
 void sm_large_lock_all(void);
 void sm_large_unlock_all(bool reinit);

@@ -8,9 +8,14 @@
  * Under slubmalloc the first blocks, allocated while few are live, keep their guard page:
  * a write just past the first block faults (checked in a child; the library reports the
  * fault and aborts). The mappings at the peak stay
- * well below the cap. Each block's first word is written and checked before it is freed. */
+ * well below the cap. Each block's first word is written and checked before it is freed.
+ * Then, all freed and trimmed, slubmalloc keeps much of that address space as retained ranges,
+ * merged across the blocks' old mappings: 1 MiB blocks cut from them are written, grown to
+ * 3 MiB by realloc (mremap of a range over two mappings fails: the block is copied) and read
+ * back; and calloc of 8 MiB from them reads as zero. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,5 +89,36 @@ int main(void)
         free(v[i]);
     }
     free(v);
+
+    enum { NREUSE = 400, SMALL = 1 << 20, GROWN = 3 << 20 };
+    static unsigned char *w[NREUSE];
+    malloc_trim(0);
+    for (int i = 0; i < NREUSE; i++) {
+        w[i] = malloc(SMALL);
+        if (!check(w[i] != NULL, "malloc(1 MiB) number %d after the trim failed", i))
+            break;
+        tu_fill(w[i], 0, SMALL, (unsigned)i);
+    }
+    long bad = 0;
+    for (int i = 0; i < NREUSE && w[i]; i++) {
+        unsigned char *g = realloc(w[i], GROWN);
+        if (!check(g != NULL, "realloc(1 MiB -> 3 MiB) number %d failed", i))
+            break;
+        w[i] = g;
+        bad += tu_verify(g, 0, SMALL, (unsigned)i) != (size_t)-1;
+    }
+    check(bad == 0, "%ld of %d blocks lost their bytes when grown", bad, NREUSE);
+    unsigned char *z = calloc(1, 8 << 20);
+    if (check(z != NULL, "calloc(8 MiB) failed")) {
+        size_t nz = 0;
+        for (size_t i = 0; i < (8u << 20); i++)
+            nz += z[i] != 0;
+        check(nz == 0, "calloc(8 MiB) over freed ranges: %zu bytes not zero", nz);
+    }
+    free(z);
+    for (int i = 0; i < NREUSE; i++)
+        free(w[i]);
+    printf("many_large: %d blocks of 1 MiB after the trim, grown to 3 MiB, kept their bytes\n",
+           NREUSE);
     return tu_finish("many_large");
 }
