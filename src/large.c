@@ -912,7 +912,8 @@ void sm_large_figures(uint64_t *n, uint64_t *bytes, uint64_t *cached, uint64_t *
 		      uint64_t *pbytes)
 {
 	sm_lock(&large_lock);
-	*n = live_n, *bytes = live_bytes, *cached = cached_bytes + (recent.base ? recent.len : 0);
+	*n = live_n, *bytes = live_bytes; /* cached: the retained ranges too (mapped, purged) */
+	*cached = cached_bytes + (recent.base ? recent.len : 0) + retained_bytes;
 	*pn = peak_n, *pbytes = peak_bytes;
 	sm_unlock(&large_lock);
 }

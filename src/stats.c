@@ -383,7 +383,8 @@ void sm_stats_print(int fd)
 	put_total(fd, "bytes_requested", t.bytes_requested,
 		  "asked for by every malloc so far; counted with SLUBMALLOC_STATS=1");
 	put_total(fd, "bytes_in_use", t.bytes_in_use, "objects at their class size, large blocks");
-	put_total(fd, "bytes_mapped", t.bytes_mapped, "slab regions, large blocks, cached ranges");
+	put_total(fd, "bytes_mapped", t.bytes_mapped,
+		  "slab regions, large blocks, cached and retained ranges");
 	put_total(fd, "bytes_resident", t.bytes_resident, "of these, in memory (mincore)");
 	put_total(fd, "large_alive", t.large_count, "large blocks in use");
 	put_total(fd, "large_bytes", t.large_bytes, "their bytes");
