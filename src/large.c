@@ -335,6 +335,20 @@ static unsigned cache_put(struct lcached m, struct lcached *drop)
 
 /* ---- retained ranges ---- */
 
+/* The index of the first retained range at or above address a (n_retained: none). Lock held. */
+static unsigned retained_from(uintptr_t a)
+{
+	unsigned lo = 0, hi = n_retained;
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+		if (retained[mid].base < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* Keep purged range *m among the retained ones, merged with its neighbours. false: *m is to be
  * unmapped: the range given, when there is no room for it (bytes), or the smallest of the
  * retained ones and it (slots: the smallest goes, so the ranges kept are the likeliest to
@@ -343,14 +357,7 @@ static bool retain(struct lcached *m)
 {
 	if (retained_bytes + m->len > cache_cap())
 		return false;
-	unsigned lo = 0, hi = n_retained; /* lo: the first range above m */
-	while (lo < hi) {
-		unsigned mid = (lo + hi) / 2;
-		if (retained[mid].base < m->base)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	unsigned lo = retained_from(m->base); /* the first range above m */
 	struct rrange *prev = lo ? &retained[lo - 1] : NULL;
 	struct rrange *next = lo < n_retained ? &retained[lo] : NULL;
 	bool with_prev = prev && prev->base + prev->len == m->base;
@@ -792,14 +799,7 @@ static bool grow_into_cached(struct lentry *m, size_t len)
 static bool grow_into_retained(struct lentry *m, size_t len)
 {
 	size_t need = len - m->len;
-	unsigned lo = 0, hi = n_retained; /* lo: the first range at or above m's end */
-	while (lo < hi) {
-		unsigned mid = (lo + hi) / 2;
-		if (retained[mid].base < m->base + m->len)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	unsigned lo = retained_from(m->base + m->len);
 	struct rrange *r = &retained[lo];
 	if (lo == n_retained || r->base != m->base + m->len || r->len < need)
 		return false;
