@@ -82,8 +82,8 @@ static SM_COLD bool trim_may_help(size_t size)
 }
 
 /* Out of memory (an RLIMIT_AS cap, say): the caches' memory goes back to the OS at once, as
- * malloc_trim(0) gives it (the empty slabs each cache keeps, dirty pages), the cached large
- * ranges unmapped, and a large block is tried once more. */
+ * malloc_trim(0) gives it (the empty slabs each cache keeps, dirty pages), the cached and
+ * retained large ranges unmapped, and a large block is tried once more. */
 static void *alloc_large(size_t size, size_t align, bool zero)
 {
 	void *p = sm_large_alloc(size, align, zero);

@@ -5,8 +5,9 @@
  * another's. The background thread pokes threads that have gone quiet (background.c).
  * With SLUBMALLOC_DEBUG's red zones or poison, every debug block is checked first (debug.c).
  * Then the depots go back to the slabs, and every cache frees its empty slabs, the min_partial
- * reserve too. Every dirty slab page is purged. The cached large ranges are purged and stay
- * mapped for the next large blocks (malloc_trim), or are unmapped (out of memory).
+ * reserve too. Every dirty slab page is purged. The cached large ranges are purged and retained,
+ * mapped, for the next large blocks (malloc_trim); out of memory, they and the retained ones
+ * are unmapped.
  * Invariants: sm_trim_gen only grows; a thread's trim_gen is the last value it drained for.
  * A drain leaves every floor of the thread unpoked. */
 #include "bulk.h"

@@ -10,7 +10,8 @@
 #pragma GCC visibility push(hidden)
 
 int sm_trim(bool unmap);                       /* malloc_trim(0): 1 when memory went back;
-						* unmap: cached large ranges too (out of memory) */
+						* unmap: the cached and retained large ranges
+						* too (out of memory) */
 int sm_malloc_trim(size_t pad);
 void sm_trim_self(struct tcache *tc);          /* drain tc's caches (its thread, slow path) */
 void sm_poke(struct tcache *tc);               /* another thread's: tc drains at its next malloc */
