@@ -215,10 +215,14 @@ static void unmap_guards(uintptr_t base, size_t len, unsigned guard)
 		sm_os_unmap((void *)(base + len), sm_page_size);
 }
 
-static void unmap_all(struct lcached *v, unsigned n)
+static size_t unmap_all(struct lcached *v, unsigned n) /* returns their bytes */
 {
-	for (unsigned i = 0; i < n; i++)
+	size_t bytes = 0;
+	for (unsigned i = 0; i < n; i++) {
 		unmap_range(v[i].base, v[i].len, v[i].guard);
+		bytes += v[i].len;
+	}
+	return bytes;
 }
 
 /* Take len bytes from the best-fitting cached range; the rest of it stays cached, unless it is
@@ -441,6 +445,8 @@ static size_t let_go(struct lcached *v, unsigned n)
 {
 	size_t bytes = 0;
 	bool purged[LARGE_DROP_MAX];
+	if (!n)
+		return 0;
 	for (unsigned i = 0; i < n; i++) {
 		purged[i] = sm_os_purge((void *)v[i].base, v[i].len);
 		bytes += purged[i] ? v[i].len : 0;
@@ -959,13 +965,7 @@ size_t sm_large_release(bool force, uint64_t *due)
 			if (cached[i].base && cached[i].when < oldest)
 				oldest = cached[i].when;
 		sm_unlock(&large_lock);
-		if (force) {
-			for (unsigned i = 0; i < nd; i++)
-				bytes += drop[i].len;
-			unmap_all(drop, nd);
-		} else {
-			bytes += let_go(drop, nd);
-		}
+		bytes += force ? unmap_all(drop, nd) : let_go(drop, nd);
 	} while (nd >= LARGE_DROP_BATCH);
 	if (due)
 		*due = oldest == UINT64_MAX ? 0 : oldest + sm_opt.purge_delay_ns;
