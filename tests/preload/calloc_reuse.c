@@ -11,10 +11,10 @@
  *           malloc stressor trims on one call in eight, and each time mapped its ranges again.
  * Faults are counted with getrusage around the calloc alone; then every byte is read.
  * Also passes under plain glibc (its blocks are mappings of their own). */
-#include <stdio.h>
-#include <stdlib.h>
 #include <errno.h>
 #include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
