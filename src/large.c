@@ -88,12 +88,7 @@ static size_t table_cap, table_used;
 static struct lcached cached[LARGE_CACHE_SLOTS];
 static size_t cached_bytes;   /* of cached[] */
 static struct lcached recent; /* the range freed last (up to LARGE_RECENT_MAX); base 0: none */
-struct rrange {
-	uintptr_t base;
-	size_t len;
-	uint8_t guard;  /* as lentry's */
-};
-static struct rrange retained[LARGE_RETAINED_SLOTS]; /* by address; [0, n_retained) */
+static struct lcached retained[LARGE_RETAINED_SLOTS]; /* by address; [0, n_retained) */
 static unsigned n_retained;
 static size_t retained_bytes;
 /* A large call unmaps at most LARGE_DROP_BATCH ranges a step (expire, cache_put), so its array
@@ -225,6 +220,20 @@ static size_t unmap_all(struct lcached *v, unsigned n) /* returns their bytes */
 	return bytes;
 }
 
+/* Cut len bytes from the bottom of range r: all of it when the rest would be under 1/8 of len,
+ * so no sliver stays behind. Returns the bytes cut; *guard: their guards (the one before; the
+ * one after too when r is used up, r->len 0). */
+static size_t cut_lower(struct lcached *r, size_t len, uint8_t *guard)
+{
+	if (r->len - len < len / 8)
+		len = r->len;
+	*guard = r->len > len ? r->guard & GUARD_BEFORE : r->guard;
+	r->guard &= GUARD_AFTER;
+	r->base += len;
+	r->len -= len;
+	return len;
+}
+
 /* Take len bytes from the best-fitting cached range; the rest of it stays cached, unless it is
  * under 1/8 of len: then the whole range goes (*have > len), so no sliver stays behind. When
  * no range is big enough, take the largest one of at least len / 2 whole and say its length in
@@ -257,18 +266,10 @@ static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map, uint8_t *gu
 	}
 	uintptr_t base = cached[best].base;
 	*map = cached[best].map;
-	*guard = cached[best].guard;
-	if (cached[best].len - len < len / 8)
-		len = *have = cached[best].len;
-	cached_bytes -= len;
-	if (cached[best].len > len) {
-		*guard &= GUARD_BEFORE;
-		cached[best].guard &= GUARD_AFTER;
-		cached[best].base += len;
-		cached[best].len -= len;
-	} else {
+	*have = cut_lower(&cached[best], len, guard);
+	cached_bytes -= *have;
+	if (!cached[best].len)
 		cached[best].base = 0;
-	}
 	return base;
 }
 
@@ -353,6 +354,12 @@ static unsigned retained_from(uintptr_t a)
 	return lo;
 }
 
+static void retained_drop(unsigned i) /* lock held */
+{
+	memmove(&retained[i], &retained[i + 1], (n_retained - i - 1) * sizeof *retained);
+	n_retained--;
+}
+
 /* Keep purged range *m among the retained ones, merged with its neighbours. false: *m is to be
  * unmapped: the range given, when there is no room for it (bytes), or the smallest of the
  * retained ones and it (slots: the smallest goes, so the ranges kept are the likeliest to
@@ -362,8 +369,8 @@ static bool retain(struct lcached *m)
 	if (retained_bytes + m->len > cache_cap())
 		return false;
 	unsigned lo = retained_from(m->base); /* the first range above m */
-	struct rrange *prev = lo ? &retained[lo - 1] : NULL;
-	struct rrange *next = lo < n_retained ? &retained[lo] : NULL;
+	struct lcached *prev = lo ? &retained[lo - 1] : NULL;
+	struct lcached *next = lo < n_retained ? &retained[lo] : NULL;
 	bool with_prev = prev && prev->base + prev->len == m->base;
 	bool with_next = next && m->base + m->len == next->base;
 	if (with_prev) {
@@ -372,15 +379,14 @@ static bool retain(struct lcached *m)
 		if (with_next) { /* the three are one */
 			prev->len += next->len;
 			prev->guard = (prev->guard & GUARD_BEFORE) | (next->guard & GUARD_AFTER);
-			memmove(next, next + 1, (n_retained - lo - 1) * sizeof *next);
-			n_retained--;
+			retained_drop(lo);
 		}
 	} else if (with_next) {
 		next->base = m->base;
 		next->len += m->len;
 		next->guard = (m->guard & GUARD_BEFORE) | (next->guard & GUARD_AFTER);
 	} else {
-		struct rrange out = {.base = m->base, .len = m->len, .guard = m->guard};
+		struct lcached out = *m;
 		if (n_retained == LARGE_RETAINED_SLOTS) {
 			unsigned least = 0;
 			for (unsigned i = 1; i < n_retained; i++)
@@ -389,18 +395,16 @@ static bool retain(struct lcached *m)
 			if (retained[least].len >= m->len)
 				return false;
 			out = retained[least];
-			memmove(&retained[least], &retained[least + 1],
-				(n_retained - least - 1) * sizeof *retained);
-			n_retained--;
+			retained_drop(least);
 			lo -= least < lo;
 		}
 		memmove(&retained[lo + 1], &retained[lo], (n_retained - lo) * sizeof *retained);
-		retained[lo] = (struct rrange){.base = m->base, .len = m->len, .guard = m->guard};
+		retained[lo] = *m;
 		n_retained++;
 		retained_bytes += m->len;
 		if (out.base != m->base) { /* the smallest went */
 			retained_bytes -= out.len;
-			*m = (struct lcached){.base = out.base, .len = out.len, .guard = out.guard};
+			*m = out;
 			return false;
 		}
 		return true;
@@ -420,22 +424,11 @@ static uintptr_t retained_take(size_t len, size_t *have, uint8_t *guard)
 			best = (int)i;
 	if (best < 0)
 		return 0;
-	struct rrange *r = &retained[best];
-	uintptr_t base = r->base;
-	if (r->len - len < len / 8)
-		len = r->len;
-	*have = len;
-	retained_bytes -= len;
-	if (r->len > len) {
-		*guard = r->guard & GUARD_BEFORE;
-		r->guard &= GUARD_AFTER;
-		r->base += len;
-		r->len -= len;
-	} else {
-		*guard = r->guard;
-		memmove(r, r + 1, (n_retained - (unsigned)best - 1) * sizeof *r);
-		n_retained--;
-	}
+	uintptr_t base = retained[best].base;
+	*have = cut_lower(&retained[best], len, guard);
+	retained_bytes -= *have;
+	if (!retained[best].len)
+		retained_drop((unsigned)best);
 	return base;
 }
 
@@ -773,6 +766,18 @@ size_t sm_large_usable(const void *p)
 	return n;
 }
 
+/* Grow block m over range c, which starts at its end and holds at least need bytes (cut_lower:
+ * perhaps all of c). Returns the bytes taken. Lock held. */
+static size_t grow_over(struct lentry *m, struct lcached *c, size_t need)
+{
+	uint8_t guard;
+	need = cut_lower(c, need, &guard);
+	m->guard |= guard & GUARD_AFTER; /* (c used up: its guard after is m's now) */
+	live_add(0, (int64_t)need);
+	m->len += need;
+	return need;
+}
+
 /* Grow block m to len bytes in place, over the cached range just above it (of the same
  * mapping, long enough): its pages are resident, and no system call is needed. A realloc'd
  * block that took the lower part of a cached range grows so, where mremap would have to move
@@ -784,17 +789,9 @@ static bool grow_into_cached(struct lentry *m, size_t len)
 		struct lcached *c = &cached[i];
 		if (!c->base || c->map != m->map || c->base != m->base + m->len || c->len < need)
 			continue;
-		if (c->len - need < need / 8)
-			need = c->len; /* (no sliver stays behind) */
-		cached_bytes -= need;
-		c->base += need;
-		c->len -= need;
-		if (!c->len) {
-			m->guard |= c->guard & GUARD_AFTER;
+		cached_bytes -= grow_over(m, c, need);
+		if (!c->len)
 			c->base = 0;
-		}
-		live_add(0, (int64_t)need);
-		m->len += need;
 		return true;
 	}
 	return false;
@@ -806,21 +803,12 @@ static bool grow_into_retained(struct lentry *m, size_t len)
 {
 	size_t need = len - m->len;
 	unsigned lo = retained_from(m->base + m->len);
-	struct rrange *r = &retained[lo];
+	struct lcached *r = &retained[lo];
 	if (lo == n_retained || r->base != m->base + m->len || r->len < need)
 		return false;
-	if (r->len - need < need / 8)
-		need = r->len;
-	retained_bytes -= need;
-	r->base += need;
-	r->len -= need;
-	if (!r->len) {
-		m->guard |= r->guard & GUARD_AFTER;
-		memmove(r, r + 1, (n_retained - lo - 1) * sizeof *r);
-		n_retained--;
-	}
-	live_add(0, (int64_t)need);
-	m->len += need;
+	retained_bytes -= grow_over(m, r, need);
+	if (!r->len)
+		retained_drop(lo);
 	return true;
 }
 
@@ -956,9 +944,8 @@ size_t sm_large_release(bool force, uint64_t *due)
 		sm_lock(&large_lock);
 		nd = expire(drop, force);
 		while (force && nd < LARGE_DROP_BATCH && n_retained) {
-			struct rrange *r = &retained[--n_retained];
-			retained_bytes -= r->len;
-			drop[nd++] = (struct lcached){.base = r->base, .len = r->len, .guard = r->guard};
+			drop[nd] = retained[--n_retained];
+			retained_bytes -= drop[nd++].len;
 		}
 		oldest = recent.base ? recent.when : UINT64_MAX;
 		for (unsigned i = 0; i < LARGE_CACHE_SLOTS; i++)
