@@ -93,7 +93,11 @@
 #define FULLEST_SCAN 64                         /* partial slabs a mover's allocation looks at */
 #define DEFRAG_SNAP_NS 100000000ULL             /* the defrag hint's figures: at most this old */
 #define LARGE_CACHE_SLOTS 256                   /* freed large ranges kept for reuse */
-#define LARGE_RETAINED_SLOTS 1024               /* purged ranges kept mapped for reuse */
+#define LARGE_RETAINED_MAX (1u << 20)           /* purged ranges kept mapped for reuse, at most
+						 * (their index: 40 bytes each, retained.c) */
+#define LARGE_GROW_PROBE (4UL << 20)           /* a cached range grows by mremap only when
+						 * half the pages of its first this many
+						 * bytes are in memory */
 #define LARGE_RECENT_MAX (1u << 20)             /* a large block freed last, up to this size,
 						 * is not reused before the next large free */
 #define LARGE_CACHE_BYTES (128UL << 20)          /* ... holding at most this many bytes */

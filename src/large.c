@@ -9,7 +9,8 @@
  * So malloc and free of large sizes reuse resident pages, instead of mapping, unmapping and
  * faulting them in again.
  * A request takes the best-fitting cached range and leaves the rest of it cached. Or it grows
- * the largest cached range with mremap, whose resident pages move along. realloc grows a block
+ * the largest cached range with mremap, whose resident pages move along: only when most of its
+ * pages are in memory, since a move leaves a hole that splits a mapping. realloc grows a block
  * over the cached range just above it first.
  * A range of up to LARGE_RECENT_MAX freed last waits apart first (recent), until the next
  * large free sends it to the cache: such a block is never handed back at once, so a use after
@@ -32,14 +33,16 @@
  * A freed one loses its pages and all access, and waits in a quarantine of mappings before it
  * is unmapped: a use after free faults, and its address is not handed out again meanwhile.
  * A range that leaves the cache (past the delay, pushed out, malloc_trim) is purged and kept
- * mapped among the retained ranges: free address space with no page in memory, sorted by
- * address, neighbours merged. A request the cache cannot serve takes the best fit there before
- * it maps anything: no mmap, no munmap, and the page tables are still there. A range that does
- * not fit there (LARGE_RETAINED_SLOTS, cache_cap bytes) is unmapped. Out of memory, every cached
- * and retained range is unmapped. Merged retained ranges may span two mappings (VMAs): mremap
- * of one fails, and its callers fall back (a new mapping, a copy).
+ * mapped among the retained ranges (retained.c): free address space with no page in memory,
+ * neighbours merged. A request the cache cannot serve takes the lowest one that fits before it
+ * maps anything: no mmap, no munmap, and the page tables are still there. No range is
+ * unmapped but out of memory (every cached and retained one then) or past
+ * LARGE_RETAINED_MAX: an unmapped range inside a mapping would split it, and a program with
+ * tens of thousands of large blocks would reach the kernel's cap on mappings. Merged retained
+ * ranges may span two mappings (VMAs): mremap of one fails, and its callers fall back (a new
+ * mapping, a copy).
  * Invariants: everything here is under large_lock, except the system calls that map, unmap or
- * purge a range no other thread can see; table entries have key != 0; cached ranges are dirty,
+ * purge a range no other thread can see (the retained index's pool grows under it: rare); table entries have key != 0; cached ranges are dirty,
  * and calloc clears a reused one; retained ranges are purged (zero); debug entries have
  * req != 0 and never enter the cache. */
 #include <errno.h>
@@ -55,6 +58,7 @@
 #include "options.h"
 #include "platform.h"
 #include "report.h"
+#include "retained.h"
 #include "types.h"
 
 struct lentry {
@@ -67,18 +71,8 @@ struct lentry {
 	uint32_t prof;  /* the profiler's stack id when the block is a sample (prof.c); 0: none */
 	size_t preq;    /* ... and the size it was sampled with */
 };
-#define GUARD_AFTER 1u  /* the mapping's last page follows the range */
-#define GUARD_BEFORE 2u /* the mapping's first page comes before it */
 
 unsigned sm_large_debug; /* SLUBMALLOC_DEBUG flags for large blocks (set at init) */
-
-struct lcached {
-	uintptr_t base;
-	size_t len;
-	uint64_t when;
-	uint64_t map;
-	uint8_t guard;  /* as lentry's */
-};
 
 static uint64_t next_map = 1; /* mapping ids: one per mmap, and per mremap that moved */
 
@@ -88,9 +82,6 @@ static size_t table_cap, table_used;
 static struct lcached cached[LARGE_CACHE_SLOTS];
 static size_t cached_bytes;   /* of cached[] */
 static struct lcached recent; /* the range freed last (up to LARGE_RECENT_MAX); base 0: none */
-static struct lcached retained[LARGE_RETAINED_SLOTS]; /* by address; [0, n_retained) */
-static unsigned n_retained;
-static size_t retained_bytes;
 /* A large call unmaps at most LARGE_DROP_BATCH ranges a step (expire, cache_put), so its array
  * of them is small on the caller's stack; expired ranges beyond that wait for the next call. */
 #define LARGE_DROP_BATCH 16
@@ -340,100 +331,24 @@ static unsigned cache_put(struct lcached m, struct lcached *drop)
 
 /* ---- retained ranges ---- */
 
-/* The index of the first retained range at or above address a (n_retained: none). Lock held. */
-static unsigned retained_from(uintptr_t a)
-{
-	unsigned lo = 0, hi = n_retained;
-	while (lo < hi) {
-		unsigned mid = (lo + hi) / 2;
-		if (retained[mid].base < a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static void retained_drop(unsigned i) /* lock held */
-{
-	memmove(&retained[i], &retained[i + 1], (n_retained - i - 1) * sizeof *retained);
-	n_retained--;
-}
-
-/* Keep purged range *m among the retained ones, merged with its neighbours. false: *m is to be
- * unmapped: the range given, when there is no room for it (bytes), or the smallest of the
- * retained ones and it (slots: the smallest goes, so the ranges kept are the likeliest to
- * fit). Lock held. */
-static bool retain(struct lcached *m)
-{
-	if (retained_bytes + m->len > cache_cap())
-		return false;
-	unsigned lo = retained_from(m->base); /* the first range above m */
-	struct lcached *prev = lo ? &retained[lo - 1] : NULL;
-	struct lcached *next = lo < n_retained ? &retained[lo] : NULL;
-	bool with_prev = prev && prev->base + prev->len == m->base;
-	bool with_next = next && m->base + m->len == next->base;
-	if (with_prev) {
-		prev->len += m->len;
-		prev->guard = (prev->guard & GUARD_BEFORE) | (m->guard & GUARD_AFTER);
-		if (with_next) { /* the three are one */
-			prev->len += next->len;
-			prev->guard = (prev->guard & GUARD_BEFORE) | (next->guard & GUARD_AFTER);
-			retained_drop(lo);
-		}
-	} else if (with_next) {
-		next->base = m->base;
-		next->len += m->len;
-		next->guard = (m->guard & GUARD_BEFORE) | (next->guard & GUARD_AFTER);
-	} else {
-		struct lcached out = *m;
-		if (n_retained == LARGE_RETAINED_SLOTS) {
-			unsigned least = 0;
-			for (unsigned i = 1; i < n_retained; i++)
-				if (retained[i].len < retained[least].len)
-					least = i;
-			if (retained[least].len >= m->len)
-				return false;
-			out = retained[least];
-			retained_drop(least);
-			lo -= least < lo;
-		}
-		memmove(&retained[lo + 1], &retained[lo], (n_retained - lo) * sizeof *retained);
-		retained[lo] = *m;
-		n_retained++;
-		retained_bytes += m->len;
-		if (out.base != m->base) { /* the smallest went */
-			retained_bytes -= out.len;
-			*m = out;
-			return false;
-		}
-		return true;
-	}
-	retained_bytes += m->len;
-	return true;
-}
-
-/* The best-fitting retained range for len bytes: its lower part (all of it when the rest
+/* The lowest retained range of len bytes or more: its lower part (all of it when the rest
  * would be under 1/8 of len); *have: the bytes handed out; *guard: their guards. 0: none fits.
  * Lock held. */
 static uintptr_t retained_take(size_t len, size_t *have, uint8_t *guard)
 {
-	int best = -1;
-	for (unsigned i = 0; i < n_retained; i++)
-		if (retained[i].len >= len && (best < 0 || retained[i].len < retained[best].len))
-			best = (int)i;
-	if (best < 0)
+	struct lcached r;
+	if (!sm_ret_fit(len, &r))
 		return 0;
-	uintptr_t base = retained[best].base;
-	*have = cut_lower(&retained[best], len, guard);
-	retained_bytes -= *have;
-	if (!retained[best].len)
-		retained_drop((unsigned)best);
+	uintptr_t base = r.base;
+	*have = cut_lower(&r, len, guard);
+	if (r.len)
+		sm_ret_add(&r); /* (the node just freed takes it) */
 	return base;
 }
 
 /* Ranges that left the cache (no lock held): purged and retained; those that cannot be (a
- * failed purge: locked pages; no room) are unmapped. Returns the bytes purged. */
+ * failed purge: locked pages; LARGE_RETAINED_MAX ranges) are unmapped. Returns the bytes
+ * purged. */
 static size_t let_go(struct lcached *v, unsigned n)
 {
 	size_t bytes = 0;
@@ -447,7 +362,7 @@ static size_t let_go(struct lcached *v, unsigned n)
 	unsigned nd = 0;
 	sm_lock(&large_lock);
 	for (unsigned i = 0; i < n; i++)
-		if (!purged[i] || !retain(&v[i]))
+		if (!purged[i] || !sm_ret_add(&v[i]))
 			v[nd++] = v[i];
 	sm_unlock(&large_lock);
 	unmap_all(v, nd);
@@ -619,6 +534,18 @@ static void zero_reused(uintptr_t base, size_t n, size_t len)
 		memset((void *)base, 0, n);
 }
 
+/* Range r goes back to the cache (no lock held). */
+static void cache_back(struct lcached r)
+{
+	struct lcached drop[LARGE_DROP_MAX];
+	r.when = sm_os_now_ns();
+	sm_lock(&large_lock);
+	unsigned nd = cache_put(r, drop);
+	sm_bg_kick(); /* (the cache may have been empty) */
+	sm_unlock(&large_lock);
+	let_go(drop, nd);
+}
+
 void *sm_large_alloc(size_t size, size_t align, bool zero)
 {
 	if (size > PTRDIFF_MAX - 2 * REGION_SIZE || align > REGION_SIZE * 256)
@@ -644,25 +571,27 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 	sm_unlock(&large_lock);
 	let_go(drop, nd);
 
-	if (base && have < len) {
-		unmap_guards(base, have, guard); /* (so that the range may grow in place) */
-		guard = 0;
-		void *q = sm_os_remap((void *)base, have, len);
-		if (!q) { /* out of address space: keep the range cached, try a new mapping */
-			struct lcached back = {.base = base, .len = have, .when = sm_os_now_ns(),
-					       .map = map};
-			sm_lock(&large_lock);
-			nd = cache_put(back, drop);
-			sm_bg_kick(); /* (the cache may have been empty) */
-			sm_unlock(&large_lock);
-			let_go(drop, nd);
-		} else if ((uintptr_t)q != base) {
-			map = 0; /* moved: a mapping of its own */
+	if (base && have < len) { /* the largest cached range, to grow */
+		void *q = NULL;
+		size_t probe = have < LARGE_GROW_PROBE ? have : LARGE_GROW_PROBE;
+		if (2 * sm_os_resident((void *)base, probe) >= probe) { /* they move along */
+			unmap_guards(base, have, guard); /* (so that the range may grow in place) */
+			guard = 0;
+			q = sm_os_remap((void *)base, have, len);
 		}
-		base = (uintptr_t)q;
-	} else if (base) {
-		len = have; /* the whole range, sliver included */
+		if (q) {
+			map = (uintptr_t)q == base ? map : 0; /* moved: a mapping of its own */
+			base = (uintptr_t)q;
+		} else { /* few pages in memory, or out of address space: it stays cached */
+			cache_back((struct lcached){.base = base, .len = have, .map = map,
+						    .guard = guard});
+			sm_lock(&large_lock);
+			fresh = (base = retained_take(len, &have, &guard)) != 0;
+			sm_unlock(&large_lock);
+		}
 	}
+	if (base && have > len)
+		len = have; /* the whole range, sliver included */
 	bool dirty = base && !fresh;
 	size_t old = have; /* the reused bytes: a range grown by mremap is zero past them */
 	if (!base) {
@@ -801,14 +730,12 @@ static bool grow_into_cached(struct lentry *m, size_t len)
  * Lock held. */
 static bool grow_into_retained(struct lentry *m, size_t len)
 {
-	size_t need = len - m->len;
-	unsigned lo = retained_from(m->base + m->len);
-	struct lcached *r = &retained[lo];
-	if (lo == n_retained || r->base != m->base + m->len || r->len < need)
+	struct lcached r;
+	if (!sm_ret_take_at(m->base + m->len, len - m->len, &r))
 		return false;
-	retained_bytes -= grow_over(m, r, need);
-	if (!r->len)
-		retained_drop(lo);
+	grow_over(m, &r, len - m->len);
+	if (r.len)
+		sm_ret_add(&r);
 	return true;
 }
 
@@ -907,7 +834,7 @@ void sm_large_figures(uint64_t *n, uint64_t *bytes, uint64_t *cached, uint64_t *
 {
 	sm_lock(&large_lock);
 	*n = live_n, *bytes = live_bytes; /* cached: the retained ranges too (mapped, purged) */
-	*cached = cached_bytes + (recent.base ? recent.len : 0) + retained_bytes;
+	*cached = cached_bytes + (recent.base ? recent.len : 0) + sm_ret_bytes();
 	*pn = peak_n, *pbytes = peak_bytes;
 	sm_unlock(&large_lock);
 }
@@ -925,8 +852,7 @@ uint64_t sm_large_resident(void)
 			n += sm_os_resident((void *)cached[i].base, cached[i].len);
 	if (recent.base)
 		n += sm_os_resident((void *)recent.base, recent.len);
-	for (unsigned i = 0; i < n_retained; i++) /* (none, unless locked) */
-		n += sm_os_resident((void *)retained[i].base, retained[i].len);
+	n += sm_ret_resident(); /* (none, unless locked) */
 	sm_unlock(&large_lock);
 	return n;
 }
@@ -943,10 +869,8 @@ size_t sm_large_release(bool force, uint64_t *due)
 	do { /* a batch at a time */
 		sm_lock(&large_lock);
 		nd = expire(drop, force);
-		while (force && nd < LARGE_DROP_BATCH && n_retained) {
-			drop[nd] = retained[--n_retained];
-			retained_bytes -= drop[nd++].len;
-		}
+		while (force && nd < LARGE_DROP_BATCH && sm_ret_pop(&drop[nd]))
+			nd++;
 		oldest = recent.base ? recent.when : UINT64_MAX;
 		for (unsigned i = 0; i < LARGE_CACHE_SLOTS; i++)
 			if (cached[i].base && cached[i].when < oldest)

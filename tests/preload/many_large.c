@@ -8,7 +8,9 @@
  * Under slubmalloc the first blocks, allocated while few are live, keep their guard page:
  * a write just past the first block faults (checked in a child; the library reports the
  * fault and aborts). The mappings at the peak stay
- * well below the cap. Each block's first word is written and checked before it is freed.
+ * well below the cap. Every other block freed, then allocated again, leaves as many mappings:
+ * a freed range unmapped inside a mapping would split it (stress-ng's workers reached the cap
+ * so). Each block's first word is written and checked before it is freed.
  * Then, all freed and trimmed, slubmalloc keeps much of that address space as retained ranges,
  * merged across the blocks' old mappings: 1 MiB blocks cut from them are written, grown to
  * 3 MiB by realloc (mremap of a range over two mappings fails: the block is copied) and read
@@ -82,6 +84,25 @@ int main(void)
         munmap(own, 4096);
     if (dlsym(RTLD_DEFAULT, "slub_cache_create") && got)
         check(guard_after(v[0]), "a write past the first block did not fault");
+    /* every other block freed: the holes must not split the mappings */
+    for (long i = 1; i < got; i += 2)
+        free(v[i]);
+    long holes = mappings();
+    check(holes >= 0 && holes < maps + 1000,
+          "%ld mappings with every other block freed (%ld at the peak)", holes, maps);
+    for (long i = 1; i < got; i += 2) {
+        v[i] = malloc(BLOCK);
+        if (!check(v[i] != NULL, "malloc(%d) into hole %ld failed", BLOCK, i)) {
+            got = i;
+            break;
+        }
+        memcpy(v[i], &i, sizeof i);
+    }
+    long refill = mappings();
+    printf("many_large: %ld mappings with every other block freed, %ld with them allocated "
+           "again\n", holes, refill);
+    check(refill >= 0 && refill < maps + 1000,
+          "%ld mappings once the holes were allocated again (%ld at the peak)", refill, maps);
     for (long i = 0; i < got; i++) {
         long w;
         memcpy(&w, v[i], sizeof w);
