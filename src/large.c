@@ -42,7 +42,8 @@
  * ranges may span two mappings (VMAs): mremap of one fails, and its callers fall back (a new
  * mapping, a copy).
  * Invariants: everything here is under large_lock, except the system calls that map, unmap or
- * purge a range no other thread can see (the retained index's pool grows under it: rare); table entries have key != 0; cached ranges are dirty,
+ * purge a range no other thread can see (and the retained index's pool, which grows under
+ * it, rarely); table entries have key != 0; cached ranges are dirty,
  * and calloc clears a reused one; retained ranges are purged (zero); debug entries have
  * req != 0 and never enter the cache. */
 #include <errno.h>
