@@ -338,12 +338,12 @@ static unsigned cache_put(struct lcached m, struct lcached *drop)
 static uintptr_t retained_take(size_t len, size_t *have, uint8_t *guard)
 {
 	struct lcached r;
-	if (!sm_ret_fit(len, &r))
+	uint32_t node = sm_ret_fit(len, &r);
+	if (!node)
 		return 0;
 	uintptr_t base = r.base;
 	*have = cut_lower(&r, len, guard);
-	if (r.len)
-		sm_ret_add(&r); /* (the node just freed takes it) */
+	sm_ret_cut(node, &r);
 	return base;
 }
 
@@ -732,11 +732,11 @@ static bool grow_into_cached(struct lentry *m, size_t len)
 static bool grow_into_retained(struct lentry *m, size_t len)
 {
 	struct lcached r;
-	if (!sm_ret_take_at(m->base + m->len, len - m->len, &r))
+	uint32_t node = sm_ret_at(m->base + m->len, len - m->len, &r);
+	if (!node)
 		return false;
 	grow_over(m, &r, len - m->len);
-	if (r.len)
-		sm_ret_add(&r);
+	sm_ret_cut(node, &r);
 	return true;
 }
 

@@ -95,96 +95,127 @@ static uint32_t node_new(void)
 	return pool_top++;
 }
 
-/* The node with the highest base below key (below) or the lowest at or above it; 0: none. */
-static uint32_t near(uintptr_t key, bool below)
+/* The nodes with the highest base below key (*lo) and the lowest at or above it (*hi); 0:
+ * none. */
+static void around(uintptr_t key, uint32_t *lo, uint32_t *hi)
 {
-	uint32_t t = root, found = 0;
+	uint32_t t = root;
+	*lo = *hi = 0;
 	while (t) {
 		bool lower = pool[t].base < key;
-		if (lower == below)
-			found = t;
+		*(lower ? lo : hi) = t;
 		t = pool[t].kid[lower];
 	}
-	return found;
 }
 
-/* Take node t (in the tree) out, into *r. */
-static void take(uint32_t t, struct lcached *r)
+/* The maxima on the path from tree t to the node at key, after that node changed in place
+ * (its base still between its neighbours'). */
+static void refresh(uint32_t t, uintptr_t key)
+{
+	if (pool[t].base != key)
+		refresh(pool[t].kid[pool[t].base < key], key);
+	pull(t);
+}
+
+/* Node t out of the tree, and free. */
+static void drop_node(uint32_t t)
 {
 	uint32_t lo, mid, hi;
-	*r = (struct lcached){.base = pool[t].base, .len = pool[t].len, .guard = pool[t].guard};
-	split(root, r->base, &lo, &mid);
-	split(mid, r->base + 1, &mid, &hi);
+	split(root, pool[t].base, &lo, &mid);
+	split(mid, pool[t].base + 1, &mid, &hi);
 	root = join(lo, hi);
 	pool[t].kid[0] = free_nodes;
 	free_nodes = t;
-	n_bytes -= r->len;
 }
 
 bool sm_ret_add(const struct lcached *r)
 {
-	struct lcached m = *r, o;
-	uint32_t p = near(m.base, true), n = near(m.base, false);
-	bool with_p = p && pool[p].base + pool[p].len == m.base;
-	bool with_n = n && m.base + m.len == pool[n].base;
-	if (with_p) { /* the lower one's guard before, the upper one's after */
-		take(p, &o);
-		m.guard = (o.guard & GUARD_BEFORE) | (m.guard & GUARD_AFTER);
-		m.base = o.base;
-		m.len += o.len;
+	uint32_t p, n, t;
+	around(r->base, &p, &n);
+	bool with_p = p && pool[p].base + pool[p].len == r->base;
+	bool with_n = n && r->base + r->len == pool[n].base;
+	if (with_p) { /* p grows over r (and n): the lower one's guard before, the upper one's after */
+		pool[p].len += r->len;
+		pool[p].guard = (pool[p].guard & GUARD_BEFORE) | (r->guard & GUARD_AFTER);
+		if (with_n) {
+			pool[p].len += pool[n].len;
+			pool[p].guard = (pool[p].guard & GUARD_BEFORE) | (pool[n].guard & GUARD_AFTER);
+			drop_node(n);
+		}
+		t = p;
+	} else if (with_n) { /* n grows down over r */
+		pool[n].base = r->base;
+		pool[n].len += r->len;
+		pool[n].guard = (r->guard & GUARD_BEFORE) | (pool[n].guard & GUARD_AFTER);
+		t = n;
+	} else {
+		if (!(t = node_new()))
+			return false;
+		rng ^= rng << 13, rng ^= rng >> 17, rng ^= rng << 5;
+		pool[t] = (struct rnode){.base = r->base, .len = r->len, .max = r->len, .prio = rng,
+					 .guard = r->guard};
+		uint32_t lo, hi;
+		split(root, r->base, &lo, &hi);
+		root = join(join(lo, t), hi);
+		n_bytes += r->len;
+		return true;
 	}
-	if (with_n) {
-		take(n, &o);
-		m.guard = (m.guard & GUARD_BEFORE) | (o.guard & GUARD_AFTER);
-		m.len += o.len;
-	}
-	uint32_t t = node_new(); /* (one was freed above, if a neighbour merged) */
-	if (!t)
-		return false;
-	rng ^= rng << 13, rng ^= rng >> 17, rng ^= rng << 5;
-	pool[t] = (struct rnode){.base = m.base, .len = m.len, .max = m.len, .prio = rng,
-				 .guard = m.guard};
-	uint32_t lo, hi;
-	split(root, m.base, &lo, &hi);
-	root = join(join(lo, t), hi);
-	n_bytes += m.len;
+	refresh(root, pool[t].base);
+	n_bytes += r->len;
 	return true;
 }
 
-bool sm_ret_fit(size_t len, struct lcached *r)
+static uint32_t copy_out(uint32_t t, struct lcached *r)
+{
+	*r = (struct lcached){.base = pool[t].base, .len = pool[t].len, .guard = pool[t].guard};
+	return t;
+}
+
+uint32_t sm_ret_fit(size_t len, struct lcached *r)
 {
 	uint32_t t = root;
 	if (max_of(t) < len)
-		return false;
-	for (;;) {
+		return 0;
+	while (t) {
 		if (max_of(pool[t].kid[0]) >= len)
 			t = pool[t].kid[0];
 		else if (pool[t].len >= len)
-			break;
+			return copy_out(t, r);
 		else
 			t = pool[t].kid[1];
 	}
-	take(t, r);
-	return true;
+	return 0; /* (only if a max were wrong) */
 }
 
-bool sm_ret_take_at(uintptr_t base, size_t len, struct lcached *r)
+uint32_t sm_ret_at(uintptr_t base, size_t len, struct lcached *r)
 {
-	uint32_t t = near(base, false);
-	if (!t || pool[t].base != base || pool[t].len < len)
-		return false;
-	take(t, r);
-	return true;
+	uint32_t lo, t;
+	around(base, &lo, &t);
+	return t && pool[t].base == base && pool[t].len >= len ? copy_out(t, r) : 0;
+}
+
+void sm_ret_cut(uint32_t t, const struct lcached *r)
+{
+	n_bytes -= pool[t].len - r->len;
+	if (!r->len) {
+		drop_node(t);
+		return;
+	}
+	pool[t].base = r->base;
+	pool[t].len = r->len;
+	pool[t].guard = r->guard;
+	refresh(root, r->base);
 }
 
 bool sm_ret_pop(struct lcached *r)
 {
 	if (!root)
 		return false;
-	take(root, r);
+	copy_out(root, r);
+	n_bytes -= r->len;
+	drop_node(root);
 	return true;
 }
-
 size_t sm_ret_bytes(void)
 {
 	return n_bytes;

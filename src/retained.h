@@ -19,10 +19,14 @@ struct lcached {
 #define GUARD_AFTER 1u  /* the mapping's last page follows the range */
 #define GUARD_BEFORE 2u /* the mapping's first page comes before it */
 
-bool sm_ret_add(const struct lcached *r);       /* merged with its neighbours; false: no node */
-bool sm_ret_fit(size_t len, struct lcached *r); /* the lowest range of len bytes or more: out */
-bool sm_ret_take_at(uintptr_t base, size_t len, struct lcached *r); /* the one at base, if it
-								      * has len bytes: out */
+bool sm_ret_add(const struct lcached *r);            /* merged with its neighbours; false: no
+						     * node for it */
+uint32_t sm_ret_fit(size_t len, struct lcached *r); /* the lowest range of len bytes or more:
+						     * a copy in *r, and its node; 0: none */
+uint32_t sm_ret_at(uintptr_t base, size_t len, struct lcached *r); /* the one at base, if it
+								     * has len bytes: as fit */
+void sm_ret_cut(uint32_t node, const struct lcached *r); /* node's range is r now: its lower
+							  * part cut (r->len 0: all of it) */
 bool sm_ret_pop(struct lcached *r);             /* any range: out */
 size_t sm_ret_bytes(void);
 uint64_t sm_ret_resident(void);                 /* their bytes in memory (mincore), the index's */

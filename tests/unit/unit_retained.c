@@ -2,7 +2,8 @@
  * pages. Ranges added merge with the ranges they touch; a fit is the lowest range long enough;
  * every range handed back is a whole run of free pages, with the guards of its two ends; the
  * byte count follows. The pool of nodes grows past its first 1,024 (mremap) on the way. The
- * addresses are made up: the index never touches them. */
+ * addresses are made up: the index never touches them. A range found is cut from below, as
+ * large.c cuts a block from it. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -64,6 +65,23 @@ static void add(unsigned p, unsigned n, uint8_t guard)
 	CHECK(sm_ret_add(&r), "sm_ret_add(page %u, %u pages) failed", p, n);
 }
 
+/* A range found by fit or at (r, taken out of the model by check_run): its lower n pages are
+ * cut, or all of it one time in four; the rest goes back, with the guard after alone. */
+static void cut(uint32_t node, struct lcached *r, unsigned n)
+{
+	unsigned p = (unsigned)((r->base - BASE) / PG), len = (unsigned)(r->len / PG);
+	if (n >= len || rnd(4) == 0)
+		n = len;
+	struct lcached rest = {.base = r->base + n * PG, .len = (len - n) * PG,
+			       .guard = r->guard & GUARD_AFTER};
+	for (unsigned i = p + n; i < p + len; i++)
+		in_set[i] = 1;
+	if (n < len)
+		guard_lo[p + n] = 0;
+	model_bytes += rest.len;
+	sm_ret_cut(node, &rest);
+}
+
 /* The lowest run of at least n pages, or -1. */
 static int model_fit(unsigned n)
 {
@@ -111,20 +129,24 @@ int main(void)
 			add(p, k, (uint8_t)rnd(4));
 		} else if (op == 1) {
 			int want = model_fit(n);
-			bool got = sm_ret_fit(n * PG, &r);
+			uint32_t node = sm_ret_fit(n * PG, &r);
+			bool got = node != 0;
 			CHECK(got == (want >= 0), "fit of %u pages: %d, the model %d", n, got, want);
 			if (!got)
 				continue;
 			CHECK(r.base == BASE + (unsigned)want * PG, "fit of %u pages at page %lu, lowest %d", n,
 			      (unsigned long)((r.base - BASE) / PG), want);
 			check_run(&r, "fit");
+			cut(node, &r, n);
 		} else if (op == 2) {
 			bool want = in_set[p] && (p == 0 || !in_set[p - 1]) && run_at(p) >= n;
-			bool got = sm_ret_take_at(BASE + p * PG, n * PG, &r);
+			uint32_t node = sm_ret_at(BASE + p * PG, n * PG, &r);
+			bool got = node != 0;
 			CHECK(got == want, "take at page %u of %u pages: %d, the model %d", p, n, got, want);
 			if (!got)
 				continue;
-			check_run(&r, "take_at");
+			check_run(&r, "at");
+			cut(node, &r, n);
 		} else if (rnd(8) == 0) {
 			if (!sm_ret_pop(&r))
 				continue;
