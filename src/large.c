@@ -82,6 +82,7 @@ static struct lentry *table;
 static size_t table_cap, table_used;
 static struct lcached cached[LARGE_CACHE_SLOTS];
 static size_t cached_bytes;   /* of cached[] */
+static uint64_t cached_since = UINT64_MAX; /* no cached range was freed before (expire) */
 static struct lcached recent; /* the range freed last (up to LARGE_RECENT_MAX); base 0: none */
 /* A large call unmaps at most LARGE_DROP_BATCH ranges a step (expire, cache_put), so its array
  * of them is small on the caller's stack; expired ranges beyond that wait for the next call. */
@@ -169,14 +170,22 @@ static void erase(struct lentry *e)
  * and the recent one. Lock held; the caller unmaps them after unlocking. */
 static unsigned expire(struct lcached *out, bool force)
 {
-	uint64_t now = sm_os_now_ns();
-	unsigned n = 0;
-	for (unsigned i = 0; i < LARGE_CACHE_SLOTS && n < LARGE_DROP_BATCH; i++) {
-		if (cached[i].base && (force || now - cached[i].when > sm_opt.purge_delay_ns)) {
-			out[n++] = cached[i];
-			cached_bytes -= cached[i].len;
-			cached[i].base = 0;
+	uint64_t now = sm_os_now_ns(), since = UINT64_MAX;
+	unsigned n = 0, i = 0;
+	if (force || (cached_since != UINT64_MAX && now - cached_since > sm_opt.purge_delay_ns)) {
+		for (; i < LARGE_CACHE_SLOTS && n < LARGE_DROP_BATCH; i++) {
+			if (!cached[i].base)
+				continue;
+			if (force || now - cached[i].when > sm_opt.purge_delay_ns) {
+				out[n++] = cached[i];
+				cached_bytes -= cached[i].len;
+				cached[i].base = 0;
+			} else if (cached[i].when < since) {
+				since = cached[i].when;
+			}
 		}
+		if (i == LARGE_CACHE_SLOTS) /* (a batch cut short leaves it as it was) */
+			cached_since = since;
 	}
 	if (recent.base && (force || now - recent.when > sm_opt.purge_delay_ns)) {
 		out[n++] = recent;
@@ -291,11 +300,11 @@ static size_t cache_cap(void)
 static unsigned cache_put(struct lcached m, struct lcached *drop)
 {
 	unsigned nd = 0;
-	for (int i = 0; i < LARGE_CACHE_SLOTS; i++) {
+	int free_slot = -1, oldest = -1;
+	for (int i = 0; i < LARGE_CACHE_SLOTS; i++) { /* one pass: no two cached ranges touch */
 		struct lcached *c = &cached[i];
-		if (!c->base || c->map != m.map)
-			continue;
-		if (c->base + c->len == m.base || m.base + m.len == c->base) {
+		if (c->base && c->map == m.map &&
+		    (c->base + c->len == m.base || m.base + m.len == c->base)) {
 			m.guard = c->base < m.base /* the lower one's before, the upper one's after */
 					  ? (c->guard & GUARD_BEFORE) | (m.guard & GUARD_AFTER)
 					  : (m.guard & GUARD_BEFORE) | (c->guard & GUARD_AFTER);
@@ -303,8 +312,11 @@ static unsigned cache_put(struct lcached m, struct lcached *drop)
 			m.len += c->len;
 			cached_bytes -= c->len;
 			c->base = 0;
-			i = -1; /* the merged range may have a neighbour on its other side */
 		}
+		if (!c->base)
+			free_slot = i;
+		else if (oldest < 0 || c->when < cached[oldest].when)
+			oldest = i;
 	}
 	size_t cap = cache_cap();
 	for (;;) {
@@ -312,21 +324,20 @@ static unsigned cache_put(struct lcached m, struct lcached *drop)
 			drop[nd++] = m;
 			return nd;
 		}
-		int free_slot = -1, oldest = -1;
-		for (int i = 0; i < LARGE_CACHE_SLOTS; i++) {
-			if (!cached[i].base)
-				free_slot = i;
-			else if (oldest < 0 || cached[i].when < cached[oldest].when)
-				oldest = i;
-		}
 		if (free_slot >= 0 && cached_bytes + m.len <= cap) {
 			cached[free_slot] = m;
 			cached_bytes += m.len;
+			cached_since = m.when < cached_since ? m.when : cached_since;
 			return nd;
 		}
 		drop[nd++] = cached[oldest];
 		cached_bytes -= cached[oldest].len;
 		cached[oldest].base = 0;
+		free_slot = oldest;
+		oldest = -1;
+		for (int i = 0; i < LARGE_CACHE_SLOTS; i++)
+			if (cached[i].base && (oldest < 0 || cached[i].when < cached[oldest].when))
+				oldest = i;
 	}
 }
 
