@@ -95,6 +95,8 @@
 #define LARGE_CACHE_SLOTS 256                   /* freed large ranges kept for reuse */
 #define LARGE_RETAINED_MAX (1u << 20)           /* purged ranges kept mapped for reuse, at most
 						 * (their index: 40 bytes each, retained.c) */
+#define LARGE_MAP_CHUNK (256UL << 20)          /* past LARGE_GUARDED_MAX live large blocks,
+						 * a new mapping is at least this long */
 #define LARGE_GROW_PROBE (4UL << 20)           /* a cached range grows by mremap only when
 						 * half the pages of its first this many
 						 * bytes are in memory */

@@ -23,8 +23,9 @@
  * out of the block next to one faults. Only while fewer than LARGE_GUARDED_MAX blocks are
  * live. Each guard splits the mappings, and the kernel caps a process's mappings
  * (vm.max_map_count, 65530): a program with tens of thousands of large blocks would find
- * mmap failing. Past the budget a block is a plain mapping, which the kernel merges with its
- * neighbours. A range split in the cache hands out its lower part,
+ * mmap failing. Past the budget a block needing a new mapping maps LARGE_MAP_CHUNK at least,
+ * and the rest is retained (below): one mmap for many blocks, and the kernel merges the plain
+ * mappings with their neighbours. A range split in the cache hands out its lower part,
  * which keeps the guard before; the rest keeps the one after. A range that mremap grows or
  * moves loses its guards (they are unmapped first, so the range may grow in place).
  * With SLUBMALLOC_DEBUG (Z, P or Q, for the cache name "large"), each block is a mapping of its
@@ -607,12 +608,25 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 	bool dirty = base && !fresh;
 	size_t old = have; /* the reused bytes: a range grown by mremap is zero past them */
 	if (!base) {
-		base = map_guarded(len, align, guards, &guard);
+		/* Past the guards' budget, a chunk: its rest is retained for the next blocks. */
+		size_t chunk = guards || align > sm_page_size || len >= LARGE_MAP_CHUNK ? len
+										 : LARGE_MAP_CHUNK;
+		base = map_guarded(chunk, align, guards, &guard);
+		if (!base && chunk > len)
+			base = map_guarded(chunk = len, align, guards, &guard);
 		if (!base && sm_large_release(true, NULL)) /* the cache held the address space */
-			base = map_guarded(len, align, guards, &guard);
+			base = map_guarded(chunk = len, align, guards, &guard);
 		if (!base)
 			return errno = ENOMEM, NULL;
 		map = 0;
+		if (chunk > len) {
+			struct lcached rest = {.base = base + len, .len = chunk - len};
+			sm_lock(&large_lock);
+			bool kept = sm_ret_add(&rest);
+			sm_unlock(&large_lock);
+			if (!kept)
+				sm_os_unmap((void *)rest.base, rest.len);
+		}
 	}
 	sm_lock(&large_lock);
 	if (!map)
