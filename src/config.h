@@ -97,7 +97,7 @@
 						 * (their index: 40 bytes each, retained.c) */
 #define LARGE_MAP_CHUNK (256UL << 20)          /* past LARGE_GUARDED_MAX live large blocks,
 						 * a new mapping is at least this long */
-#define LARGE_GROW_PROBE (4UL << 20)           /* a cached range grows by mremap only when
+#define LARGE_GROW_PROBE (1UL << 20)           /* a cached range grows by mremap only when
 						 * half the pages of its first this many
 						 * bytes are in memory */
 #define LARGE_RECENT_MAX (1u << 20)             /* a large block freed last, up to this size,
