@@ -3,8 +3,9 @@
  * caps a process's mappings (vm.max_map_count). So freed ranges stay mapped, purged, with no
  * cap on their number but LARGE_RETAINED_MAX, and the next large blocks are cut from them.
  * The index is a treap: a search tree by base address, balanced by random priorities. Each
- * node also holds the longest range below it (max), so the lowest range that fits is found
- * in one descent (address-ordered first fit).
+ * node also holds the longest range in its subtree (max), so the lowest range that fits is
+ * found in one descent (address-ordered first fit). A block is cut from a range's lower end
+ * in place: its base stays between its neighbours', so only the maxima on its path change.
  * Nodes are numbered in a pool mapped at first use, and doubled with mremap when full: a
  * number stays valid when the pool moves.
  * Invariants: ranges are disjoint and never touch (neighbours merge); node 0 is the empty
