@@ -865,6 +865,14 @@ void sm_large_figures(uint64_t *n, uint64_t *bytes, uint64_t *cached, uint64_t *
 	sm_unlock(&large_lock);
 }
 
+uint64_t sm_large_retained(void)
+{
+	sm_lock(&large_lock);
+	uint64_t n = sm_ret_bytes();
+	sm_unlock(&large_lock);
+	return n;
+}
+
 /* The bytes in memory (mincore) of the live blocks, the cached ranges and the table. */
 uint64_t sm_large_resident(void)
 {

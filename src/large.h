@@ -19,6 +19,7 @@ size_t sm_large_release(bool all, uint64_t *due); /* purge the cached ranges due
 						   * every range, out of memory); due may be NULL */
 size_t sm_large_purge(void);                  /* malloc_trim: purge every cached range */
 uint64_t sm_large_resident(void);             /* in memory (mincore), the table too */
+uint64_t sm_large_retained(void);             /* the retained ranges' bytes */
 void sm_large_lock_all(void);
 void sm_large_unlock_all(bool reinit);
 extern uint64_t sm_stat_large;                 /* large allocations made (large lock) */

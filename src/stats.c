@@ -297,6 +297,7 @@ void sm_stats_snapshot(struct sm_snapshot *o)
 	o->mapped = t.bytes_mapped;
 	o->slab_mapped = t.slab_bytes_mapped;
 	o->resident = t.bytes_resident;
+	o->retained = sm_large_retained();
 	o->slab_bytes_active = 0;
 	for (unsigned r = 0; r < NROWS; r++) {
 		struct cache copy;

@@ -51,6 +51,8 @@ struct sm_snapshot {                           /* for jemalloc's names (mallctl.
 	uint64_t mapped, slab_mapped, resident; /* slub_stats' bytes_mapped, slab_bytes_mapped, ... */
 	uint64_t slab_bytes_active;            /* slabs with an object in use, whole */
 	uint64_t dirty_bytes;                  /* free slab pages not yet purged */
+	uint64_t retained;                     /* freed large ranges kept mapped, purged (in
+						* mapped) */
 	struct { uint64_t curregs, curslabs, nonfull; } bin[NCLASS]; /* curregs: as jemalloc's,
 								 * with the thread caches' objects */
 };

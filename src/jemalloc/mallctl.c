@@ -290,13 +290,14 @@ static size_t stat_of(const struct sm_snapshot *s, int which)
 	case S_ALLOCATED: return s->allocated;
 	case S_ACTIVE: return s->slab_bytes_active + s->large_bytes;
 	case S_RESIDENT: return s->resident;
-	case S_MAPPED: return s->mapped;
+	case S_MAPPED: return s->mapped - (s->retained < s->mapped ? s->retained : s->mapped);
+	case S_RETAINED: return s->retained; /* as jemalloc's: mapped, no memory, not in mapped */
 	case S_METADATA: return s->slab_mapped / REGION_SIZE * SPAGE_SIZE; /* headers */
 	case S_SMALL: return s->small_allocated;
 	case S_LARGE: return s->large_bytes;
 	case S_PACTIVE: return (s->slab_bytes_active + s->large_bytes) / page;
 	case S_PDIRTY: return s->dirty_bytes / page;
-	default: return 0; /* retained, muzzy: slubmalloc unmaps what it gives back */
+	default: return 0; /* muzzy: slubmalloc purges with MADV_DONTNEED, never MADV_FREE */
 	}
 }
 

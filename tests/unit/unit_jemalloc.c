@@ -6,7 +6,8 @@
  * size, and reports a size larger than the block; arenas.create's numbers work in
  * MALLOCX_ARENA until destroyed; mallctl's errors (unknown names, sizes, read-only names,
  * actions, the utilization queries) are jemalloc's; stats.allocated and the bins' curregs
- * follow what the program holds; stats.resident and slub_stats' bytes_resident are within 1%
+ * follow what the program holds; stats.retained holds a large block's range once it is freed
+ * and purged; stats.resident and slub_stats' bytes_resident are within 1%
  * (or 1 MiB) of what the kernel says is resident in the program's anonymous mappings;
  * mallctlnametomib and mallctlbymib work with numbers patched in; malloc_stats_print reaches
  * its callback. Two movers, one written like Valkey's active defrag (batch_query, the bins'
@@ -351,6 +352,9 @@ static void t_stats(void)
 	mib[1] = MALLCTL_ARENAS_ALL;
 	CHECK(mallctlbymib(mib, 3, NULL, NULL, NULL, 0) == 0, "purge by MIB");
 	CHECK(mallctlbymib(mib, 2, NULL, NULL, NULL, 0) == ENOENT, "a partial MIB names nothing");
+	flush_refresh(); /* the purge kept the 10 MiB block's range mapped: retained */
+	CHECK(read_z("stats.retained") >= (10u << 20), "stats.retained %zu after the purge",
+	      read_z("stats.retained"));
 	printf("stats.allocated and curregs follow %d blocks and a large one; MIBs\n", N);
 }
 
