@@ -217,6 +217,7 @@ bool sm_ret_pop(struct lcached *r)
 	drop_node(root);
 	return true;
 }
+
 size_t sm_ret_bytes(void)
 {
 	return n_bytes;
