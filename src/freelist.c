@@ -168,7 +168,7 @@ static bool slab_became_empty(struct cache *c, struct slab *s)
 		if (s->on_partial)
 			partial_remove(c, s);
 		partial_add(c, s, true);
-		c->nr_empty++;
+		__atomic_store_n(&c->nr_empty, c->nr_empty + 1, __ATOMIC_RELAXED);
 		return false;
 	}
 	if (s->on_partial)
@@ -186,10 +186,11 @@ static void slab_release(struct cache *c, struct slab *s)
 
 /* Free every empty slab c keeps on its partial list (kmem_cache_shrink). nr_empty counts them;
  * they were added at the tail (slab_became_empty), so the walk goes backward from there. A
- * malloc_trim with none to free costs a lock per cache, not a walk of every partial slab. */
+ * malloc_trim with none to free costs a load per cache (nr_empty is stored atomically, under
+ * the lock), not a lock or a walk of every partial slab. */
 void sm_cache_shrink(struct cache *c)
 {
-	for (;;) {
+	while (__atomic_load_n(&c->nr_empty, __ATOMIC_RELAXED)) {
 		sm_lock(&c->lock);
 		struct slab *s = c->nr_empty ? c->partial : NULL;
 		if (s) {
@@ -203,7 +204,7 @@ void sm_cache_shrink(struct cache *c)
 		}
 		/* empty and unfrozen: nobody holds one of its objects, so nobody frees into it */
 		partial_remove(c, s);
-		c->nr_empty--;
+		__atomic_store_n(&c->nr_empty, c->nr_empty - 1, __ATOMIC_RELAXED);
 		sm_unlock(&c->lock);
 		slab_release(c, s);
 	}
@@ -324,7 +325,7 @@ static struct slab *freeze_listed(struct cache *c, struct slab *s, void **head, 
 		new.hi = SLAB_FROZEN | s->objects;
 	} while (!cas16(&s->word, &old, new));
 	if (SLAB_INUSE(old.hi) == 0)
-		c->nr_empty--;
+		__atomic_store_n(&c->nr_empty, c->nr_empty - 1, __ATOMIC_RELAXED);
 	sm_unlock(&c->lock);
 	*head = (void *)old.lo;
 	*n = s->carved - SLAB_INUSE(old.hi);

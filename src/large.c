@@ -171,9 +171,12 @@ static void erase(struct lentry *e)
  * and the recent one. Lock held; the caller unmaps them after unlocking. */
 static unsigned expire(struct lcached *out, bool force)
 {
+	if (!cached_bytes && !recent.base)
+		return 0;
 	uint64_t now = sm_os_now_ns(), since = UINT64_MAX;
 	unsigned n = 0, i = 0;
-	if (force || (cached_since != UINT64_MAX && now - cached_since > sm_opt.purge_delay_ns)) {
+	if (cached_bytes &&
+	    (force || (cached_since != UINT64_MAX && now - cached_since > sm_opt.purge_delay_ns))) {
 		for (; i < LARGE_CACHE_SLOTS && n < LARGE_DROP_BATCH; i++) {
 			if (!cached[i].base)
 				continue;

@@ -115,13 +115,6 @@ static void restart_if_all_free(const struct cache *c, struct slab *s, struct so
 
 int sm_second_thread; /* set when a second thread gets a cache (sm_thread_setup) */
 
-/* Free stack cls's floor: lim while the thread is armed for sampling (sample.c), else slots. */
-void sm_free_stack_floor(struct tcache *tc, unsigned cls)
-{
-	struct stack *f = &tc->free_stack[cls];
-	stack_set_floor(f, tc->smp_armed ? f->lim : f->slots);
-}
-
 /* Put between 1 and want objects of c into out[], from one source, in this order: the spill
  * chain, the active slab's shared freelist (take-all; or, when that is every object the slab
  * handed out, the slab starts over), its untouched objects (carve, running the ctor on them),

@@ -66,7 +66,14 @@ static inline struct stack *free_stack_of(const struct slab *s)
 
 /* Set once a second thread gets a cache (thread.c): the profiler then patches no entry. */
 extern int sm_second_thread;
-void sm_free_stack_floor(struct tcache *tc, unsigned cls); /* after its slots or lim change */
+
+/* Free stack cls's floor, after its slots or lim change: lim while the thread is armed for
+ * sampling (sample.c), else slots. */
+static inline void sm_free_stack_floor(struct tcache *tc, unsigned cls)
+{
+	struct stack *f = &tc->free_stack[cls];
+	stack_set_floor(f, tc->smp_armed ? f->lim : f->slots);
+}
 
 /* Whether held free stack f should become the allocation stack now: always, unless the
  * thread is armed for sampling (sample.c); then once it holds SAMPLE_BATCH objects or a

@@ -34,17 +34,25 @@ void sm_trim_self(struct tcache *tc)
 	if (tc->state != T_LIVE) /* (sm_tc_new and sm_tc_dead are never written) */
 		return;
 	tc->trim_gen = __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED);
-	for (unsigned i = 0; i < NCLASS; i++) {
-		sm_free_array(tc->remote_stack[i].slots, stack_count(&tc->remote_stack[i]));
-		tc->remote_stack[i].top = tc->remote_stack[i].slots;
-		sm_free_array(tc->free_stack[i].slots, stack_count(&tc->free_stack[i]));
-		tc->free_stack[i].top = tc->free_stack[i].slots;
-		sm_drop(&tc->alloc_stack[i], &tc->source[i], &sm_g.caches[i]);
-		if (stack_cap(&tc->free_stack[i]) > sm_g.caches[i].cap) /* grown (sm_flush, sm_refill):
-								   * back to the first size */
+	for (unsigned i = 0; i < NCLASS; i++) { /* (a class with nothing held costs a few loads) */
+		struct stack *r = &tc->remote_stack[i], *f = &tc->free_stack[i];
+		if (stack_count(r)) {
+			sm_free_array(r->slots, stack_count(r));
+			r->top = r->slots;
+		}
+		if (stack_count(f)) {
+			sm_free_array(f->slots, stack_count(f));
+			f->top = f->slots;
+		}
+		if (stack_count(&tc->alloc_stack[i]) || tc->source[i].spill || tc->source[i].active)
+			sm_drop(&tc->alloc_stack[i], &tc->source[i], &sm_g.caches[i]);
+		if (stack_cap(f) > sm_g.caches[i].cap) { /* grown (sm_flush, sm_refill): back to the
+							  * first size */
 			sm_stacks_resize(tc, i, sm_g.caches[i].cap);
-		if (tc->burst[i]) /* empty now: their pages go back (zero again: the guards) */
-			sm_os_purge(tc->burst[i], burst_bytes(i));
+			if (tc->burst[i]) /* empty now: their pages go back (zero again: the guards).
+					   * Not grown since, they used their first cap slots only */
+				sm_os_purge(tc->burst[i], burst_bytes(i));
+		}
 		tc->source[i].refills = 0;
 		stack_set_floor(&tc->alloc_stack[i], tc->alloc_stack[i].slots);
 		sm_free_stack_floor(tc, i);

@@ -153,7 +153,8 @@ struct cache {
 	uint16_t id;           /* typed caches: index in the typed table and in struct tcache */
 	struct slab *partial;  /* slabs with free objects, not frozen */
 	uint32_t nr_partial;   /* slabs on the partial list */
-	uint32_t nr_empty;     /* of them, slabs with no object in use */
+	uint32_t nr_empty;     /* of them, slabs with no object in use (stored atomically, read
+				* without the lock by sm_cache_shrink) */
 	uint64_t nr_slabs;     /* slabs alive (atomic adds) */
 	void (*ctor)(void *);  /* typed caches: run on each object when it is first carved */
 	unsigned flags;        /* typed caches: SLUB_* flags */
