@@ -10,8 +10,9 @@
  * faulting them in again.
  * A request takes the best-fitting cached range and leaves the rest of it cached. Or it grows
  * the largest cached range with mremap, whose resident pages move along: only when most of its
- * pages are in memory, since a move leaves a hole that splits a mapping. realloc grows a block
- * over the cached range just above it first.
+ * pages are in memory, since a move leaves a hole that splits a mapping. A range that fails
+ * that probe is marked cold and not probed again until it merges or is cut. realloc grows a
+ * block over the cached range just above it first.
  * A range of up to LARGE_RECENT_MAX freed last waits apart first (recent), until the next
  * large free sends it to the cache: such a block is never handed back at once, so a use after
  * free does not land in the next block. It counts as cached for the figures, the purge delay
@@ -234,6 +235,7 @@ static size_t cut_lower(struct lcached *r, size_t len, uint8_t *guard)
 		len = r->len;
 	*guard = r->len > len ? r->guard & GUARD_BEFORE : r->guard;
 	r->guard &= GUARD_AFTER;
+	r->cold = false; /* (its first pages are others now) */
 	r->base += len;
 	r->len -= len;
 	return len;
@@ -242,10 +244,11 @@ static size_t cut_lower(struct lcached *r, size_t len, uint8_t *guard)
 /* Take len bytes from the best-fitting cached range; the rest of it stays cached, unless it is
  * under 1/8 of len: then the whole range goes (*have > len), so no sliver stays behind. When
  * no range is big enough, take the largest one of at least len / 2 whole and say its length in
- * *have (< len): the caller extends it with mremap, which keeps its resident pages. 0: none
- * fits. *map: the range's mapping; *guard: the guards of the range taken (a split hands out
- * the lower part, with the guard before, if any: so a block reused from a range starts where
- * an earlier one did, and finds the pages that one touched resident). */
+ * *have (< len): the caller extends it with mremap, which keeps its resident pages. A range
+ * whose growth probe failed (cold) is passed over until it merges or is cut. 0: none fits.
+ * *map: the range's mapping; *guard: the guards of the range taken (a split hands out the
+ * lower part, with the guard before, if any: so a block reused from a range starts where an
+ * earlier one did, and finds the pages that one touched resident). */
 static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map, uint8_t *guard)
 {
 	int best = -1, largest = -1;
@@ -254,7 +257,7 @@ static uintptr_t cache_take(size_t len, size_t *have, uint64_t *map, uint8_t *gu
 			continue;
 		if (cached[i].len >= len && (best < 0 || cached[i].len < cached[best].len))
 			best = i;
-		if (largest < 0 || cached[i].len > cached[largest].len)
+		if (!cached[i].cold && (largest < 0 || cached[i].len > cached[largest].len))
 			largest = i;
 	}
 	*have = len;
@@ -314,6 +317,7 @@ static unsigned cache_put(struct lcached m, struct lcached *drop)
 					  : (m.guard & GUARD_BEFORE) | (c->guard & GUARD_AFTER);
 			m.base = c->base < m.base ? c->base : m.base;
 			m.len += c->len;
+			m.cold = false; /* (unknown: probe it again) */
 			cached_bytes -= c->len;
 			c->base = 0;
 		}
@@ -550,18 +554,6 @@ static void zero_reused(uintptr_t base, size_t n, size_t len)
 		memset((void *)base, 0, n);
 }
 
-/* Range r goes back to the cache (no lock held). */
-static void cache_back(struct lcached r)
-{
-	struct lcached drop[LARGE_DROP_MAX];
-	r.when = sm_os_now_ns();
-	sm_lock(&large_lock);
-	unsigned nd = cache_put(r, drop);
-	sm_bg_kick(); /* (the cache may have been empty) */
-	sm_unlock(&large_lock);
-	let_go(drop, nd);
-}
-
 void *sm_large_alloc(size_t size, size_t align, bool zero)
 {
 	if (size > PTRDIFF_MAX - 2 * REGION_SIZE || align > REGION_SIZE * 256)
@@ -598,12 +590,15 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 		if (q) {
 			map = (uintptr_t)q == base ? map : 0; /* moved: a mapping of its own */
 			base = (uintptr_t)q;
-		} else { /* few pages in memory, or out of address space: it stays cached */
-			cache_back((struct lcached){.base = base, .len = have, .map = map,
-						    .guard = guard});
+		} else { /* few pages in memory, or out of address space: it stays cached, cold */
+			struct lcached r = {.base = base, .len = have, .when = sm_os_now_ns(),
+					    .map = map, .guard = guard, .cold = true};
 			sm_lock(&large_lock);
+			nd = cache_put(r, drop);
+			sm_bg_kick(); /* (the cache may have been empty) */
 			fresh = (base = retained_take(len, &have, &guard)) != 0;
 			sm_unlock(&large_lock);
+			let_go(drop, nd);
 		}
 	}
 	if (base && have > len)

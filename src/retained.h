@@ -15,6 +15,7 @@ struct lcached {
 	uint64_t when; /* cached: when it was freed */
 	uint64_t map;  /* cached: the mapping (VMA) it lies in */
 	uint8_t guard; /* GUARD_*: a page with no access is on that side */
+	bool cold;     /* cached: growing it failed (few of its first pages in memory, or mremap) */
 };
 #define GUARD_AFTER 1u  /* the mapping's last page follows the range */
 #define GUARD_BEFORE 2u /* the mapping's first page comes before it */
