@@ -23,7 +23,7 @@
  * Dirty pages are also purged a region at a time, once the region has had dirty pages for
  * longer than the purge delay (SLUBMALLOC_PURGE_DELAY_MS). That is checked when pages are freed,
  * and on time by the background thread (SLUBMALLOC_BACKGROUND=1), kicked when pages become dirty.
- * malloc_trim purges them all (sm_pages_purge_all).
+ * malloc_trim purges them all, or all but its pad's bytes (sm_pages_purge_all).
  * A region left with no slab is unmapped, its map entry cleared first, so address space goes
  * back too. The last region stays mapped.
  * Invariants:
@@ -259,10 +259,10 @@ uint64_t sm_pages_purge_due(void)
 	return due;
 }
 
-size_t sm_pages_purge_all(void)
+size_t sm_pages_purge_all(size_t keep)
 {
 	sm_lock(&page_lock);
-	size_t n = purge_to(0, UINT64_MAX, false);
+	size_t n = purge_to(keep, UINT64_MAX, false);
 	sm_unlock(&page_lock);
 	return n;
 }

@@ -17,7 +17,8 @@ void sm_region_first(void);                    /* init: map the first region */
 struct slab *sm_pages_alloc(unsigned pages);   /* a descriptor with start/pages set, or NULL */
 void sm_pages_free(struct slab *s);            /* free; purged later, in batches */
 void sm_slabs_census(const struct cache *c, uint64_t *inuse, uint64_t *frozen); /* all slabs */
-size_t sm_pages_purge_all(void);               /* malloc_trim: every dirty page; bytes */
+size_t sm_pages_purge_all(size_t keep);        /* malloc_trim: dirty pages until at most
+						* keep bytes are left; bytes */
 uint64_t sm_pages_purge_due(void);             /* background: the due ones; next due or 0 */
 void sm_region_figures(uint64_t *mapped, uint64_t *dirty);
 uint64_t sm_region_resident(void);             /* in memory (mincore) */

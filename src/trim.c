@@ -5,11 +5,13 @@
  * another's. The background thread pokes threads that have gone quiet (background.c).
  * With SLUBMALLOC_DEBUG's red zones or poison, every debug block is checked first (debug.c).
  * Then the depots go back to the slabs, and every cache frees its empty slabs, the min_partial
- * reserve too. Every dirty slab page is purged. The cached large ranges are purged and retained,
- * mapped, for the next large blocks (malloc_trim); out of memory, they and the retained ones
- * are unmapped.
- * Invariants: sm_trim_gen only grows; a thread's trim_gen is the last value it drained for.
- * A drain leaves every floor of the thread unpoked. */
+ * reserve too. Every dirty slab page is purged, but up to malloc_trim's pad bytes of them.
+ * The cached large ranges are purged and retained, mapped, for the next large blocks
+ * (malloc_trim); out of memory, they and the retained ones are unmapped.
+ * A class, a cache or a large cache with nothing to give back costs a few loads: programs
+ * trim often (stress-ng: one operation in eight).
+ * Invariants: sm_trim_gen only grows; a thread's trim_gen is the last value it drained for
+ * (stored atomically). A drain leaves every floor of the thread unpoked. */
 #include "bulk.h"
 #include "config.h"
 #include "depot.h"
@@ -87,7 +89,9 @@ static void poke_other(struct tcache *tc, void *arg)
 		sm_poke(tc);
 }
 
-int sm_trim(bool unmap)
+/* pad: the bytes of freed slab pages that may stay in memory (glibc's pad: the free bytes a
+ * trim leaves at the heap's top, for the next allocations). */
+static int trim(bool unmap, size_t pad)
 {
 	if (!__atomic_load_n(&sm_g.ready, __ATOMIC_ACQUIRE))
 		return 0;
@@ -108,15 +112,17 @@ int sm_trim(bool unmap)
 		}
 		sm_cache_shrink(c);
 	}
-	size_t released = sm_pages_purge_all();
+	size_t released = sm_pages_purge_all(pad);
 	released += unmap ? sm_large_release(true, NULL) : sm_large_purge();
 	return released > 0;
 }
 
-/* malloc_trim(pad): everything goes back; glibc's pad (bytes to keep at the heap's top) has
- * no meaning without a heap top. */
+int sm_trim(bool unmap)
+{
+	return trim(unmap, 0);
+}
+
 int sm_malloc_trim(size_t pad)
 {
-	(void)pad;
-	return sm_trim(false);
+	return trim(false, pad);
 }

@@ -12,7 +12,8 @@
 int sm_trim(bool unmap);                       /* malloc_trim(0): 1 when memory went back;
 						* unmap: the cached and retained large ranges
 						* too (out of memory) */
-int sm_malloc_trim(size_t pad);
+int sm_malloc_trim(size_t pad);                /* the same; up to pad bytes of freed slab
+						* pages stay in memory */
 void sm_trim_self(struct tcache *tc);          /* drain tc's caches (its thread, slow path) */
 void sm_poke(struct tcache *tc);               /* another thread's: tc drains at its next malloc */
 

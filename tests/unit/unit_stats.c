@@ -379,6 +379,34 @@ static void trim_releases(void)
 	free(v);
 }
 
+/* malloc_trim(pad) leaves up to pad bytes of freed slab pages in memory (glibc: the free bytes
+ * kept at the heap's top); malloc_trim(0) then gives them back. 24 MiB stays under the dirty
+ * pages' cap, so no purge happens at free. Before 2026-12-07 pad was ignored. */
+static void trim_pad_keeps(void)
+{
+	enum { N = 96000 }; /* 96000 x 256 B: 24 MiB */
+	void **v = malloc(N * sizeof *v);
+	CHECK(v, "malloc");
+	for (int i = 0; i < N; i++) {
+		CHECK(v[i] = malloc(256), "malloc");
+		memset(v[i], 0x5a, 256);
+	}
+	for (int i = 0; i < N; i++)
+		free(v[i]);
+	long rss_freed = proc_status_kb("VmRSS");
+	malloc_trim(64 << 20);
+	long rss_pad = proc_status_kb("VmRSS");
+	int r = malloc_trim(0);
+	long rss_zero = proc_status_kb("VmRSS");
+	printf("RSS KiB: after free %ld, after malloc_trim(64 MiB) %ld, after malloc_trim(0) %ld "
+	       "(returned %d)\n", rss_freed, rss_pad, rss_zero, r);
+	CHECK(rss_freed - rss_pad < 4096, "malloc_trim(64 MiB) gave back %ld KiB of 24 MiB",
+	      rss_freed - rss_pad);
+	CHECK(r == 1 && rss_pad - rss_zero > 20000, "malloc_trim(0) after it gave back %ld KiB "
+	      "(returned %d)", rss_pad - rss_zero, r);
+	free(v);
+}
+
 /* malloc_trim reaches a thread that only frees other threads' objects smaller than a cache line
  * (they go to its remote stack): it drains its whole cache at its next flush, as every thread
  * that only frees does (trim.c). Before 2026-12-04 the remote stack's flush skipped that, and
@@ -503,6 +531,7 @@ int main(int argc, char **argv)
 		{"table_at_exit", table_at_exit},
 		{"options_parse", options_parse},
 		{"trim_releases", trim_releases},
+		{"trim_pad_keeps", trim_pad_keeps},
 		{"trim_reaches_consumer", trim_reaches_consumer},
 		{"mallinfo2_consistent", mallinfo2_consistent},
 		{"glibc_extras", glibc_extras},
