@@ -35,8 +35,7 @@ void sm_trim_self(struct tcache *tc)
 {
 	if (tc->state != T_LIVE) /* (sm_tc_new and sm_tc_dead are never written) */
 		return;
-	__atomic_store_n(&tc->trim_gen, __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED),
-			 __ATOMIC_RELAXED); /* (poke_other reads it) */
+	tc->trim_gen = __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED);
 	for (unsigned i = 0; i < NCLASS; i++) { /* (a class with nothing held costs a few loads) */
 		struct stack *r = &tc->remote_stack[i], *f = &tc->free_stack[i];
 		if (stack_count(r)) {
@@ -74,18 +73,9 @@ void sm_poke(struct tcache *tc)
 	}
 }
 
-struct trim_walk {
-	struct tcache *self;
-	uint64_t gen; /* sm_trim_gen before this trim */
-};
-
-/* A thread that has not drained since an earlier trim still has its floors poked (only its
- * drain stores them again): a poke costs a CAS on each of its 178 floors, so it is not poked
- * twice. */
-static void poke_other(struct tcache *tc, void *arg)
+static void poke_other(struct tcache *tc, void *self)
 {
-	const struct trim_walk *w = arg;
-	if (tc != w->self && __atomic_load_n(&tc->trim_gen, __ATOMIC_RELAXED) == w->gen)
+	if (tc != self)
 		sm_poke(tc);
 }
 
@@ -97,10 +87,9 @@ static int trim(bool unmap, size_t pad)
 		return 0;
 	if (sm_opt.debug & (DBG_Z | DBG_P))
 		sm_debug_scan("by malloc_trim");
-	struct trim_walk w = {.self = sm_tcp,
-			      .gen = __atomic_fetch_add(&sm_trim_gen, 1, __ATOMIC_RELAXED)};
+	__atomic_fetch_add(&sm_trim_gen, 1, __ATOMIC_RELAXED);
 	sm_trim_self(sm_tcp);
-	sm_typed_registry_walk(poke_other, &w);
+	sm_typed_registry_walk(poke_other, sm_tcp);
 	sm_depot_drain();
 	for (unsigned i = 0; i < NCLASS; i++) {
 		struct cache *c = &sm_g.caches[i];
