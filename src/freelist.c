@@ -53,7 +53,8 @@
  *   by the owner only (carve, start over).
  *   slab->word: cas16 only.
  *   next, prev, on_partial, and the cache's partial and nr_*: under the cache lock. partial is
- *   also peeked without it (relaxed) and checked again under it.
+ *   also peeked without it (relaxed) and checked again under it; so is nr_empty, stored with
+ *   relaxed atomics, by malloc_trim (sm_cache_shrink).
  *   A region's free_mask, dirty_mask, map and list: under the page lock (region.c).
  *   The background thread (background.c) takes the page lock, then, apart, the large lock,
  *   then, apart, the registry lock. Its state word changes by atomic exchanges, and a kick
