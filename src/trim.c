@@ -10,8 +10,8 @@
  * (malloc_trim); out of memory, they and the retained ones are unmapped.
  * A class, a cache or a large cache with nothing to give back costs a few loads: programs
  * trim often (stress-ng: one operation in eight).
- * Invariants: sm_trim_gen only grows; a thread's trim_gen is the last value it drained for
- * (stored atomically). A drain leaves every floor of the thread unpoked. */
+ * Invariants: sm_trim_gen only grows; a thread's trim_gen is the last value it drained for.
+ * A drain leaves every floor of the thread unpoked. */
 #include "bulk.h"
 #include "config.h"
 #include "depot.h"
