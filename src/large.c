@@ -594,11 +594,14 @@ void *sm_large_alloc(size_t size, size_t align, bool zero)
 			struct lcached r = {.base = base, .len = have, .when = sm_os_now_ns(),
 					    .map = map, .guard = guard, .cold = true};
 			sm_lock(&large_lock);
-			nd = cache_put(r, drop);
+			if ((nd = cache_put(r, drop))) { /* pushed out: retained first, so they fit too */
+				sm_unlock(&large_lock);
+				let_go(drop, nd);
+				sm_lock(&large_lock);
+			}
 			sm_bg_kick(); /* (the cache may have been empty) */
 			fresh = (base = retained_take(len, &have, &guard)) != 0;
 			sm_unlock(&large_lock);
-			let_go(drop, nd);
 		}
 	}
 	if (base && have > len)
