@@ -154,6 +154,7 @@ static SM_COLD size_t alloc_slow(size_t size, size_t n, void **ptrs)
 		tc = sm_thread_start();
 	if (tc->state != T_LIVE)
 		return alloc_each(size, n, ptrs);
+	sm_slow_begin(tc, cls); /* (pop_n stopped at a poke: the drain is here) */
 	size_t got = sm_take_n(&sm_g.caches[cls], tc->id, &tc->alloc_stack[cls], &tc->free_stack[cls],
 			       &tc->source[cls], ptrs, n);
 	return got == n ? free_keys_clear(ptrs, n, 8) : take_fail(got, ptrs);
@@ -172,8 +173,9 @@ static SM_COLD size_t malloc_bulk_slow(size_t size, size_t n, void **ptrs)
 
 /* Pops the top n objects of one of the thread's stacks into *tp (false when neither holds n):
  * the free stack first, as malloc pops it, unless it is held or poked (its floor), so a round
- * trip with free_bulk stays on it. The stacks are empty in debug and stats modes and until the
- * thread is set up. size is a small class's (1..MAX_SMALL). */
+ * trip with free_bulk stays on it. A poked allocation stack stops it too: the slow path drains
+ * (sm_slow_begin). The stacks are empty in debug and stats modes and until the thread is set
+ * up. size is a small class's (1..MAX_SMALL). */
 static inline bool pop_n(size_t size, size_t n, void ***tp)
 {
 	struct stack *b = alloc_stack_for(size), *f = free_stack_beside(b);
@@ -181,7 +183,7 @@ static inline bool pop_n(size_t size, size_t n, void ***tp)
 	if (!(t > floor && (size_t)(t - floor) >= n)) {
 		f = b;
 		t = b->top;
-		if ((size_t)(t - b->slots) < n)
+		if ((size_t)(t - b->slots) < n || ((uintptr_t)stack_floor_raw(b) & FLOOR_POKED))
 			return false;
 	}
 	f->top = *tp = t - n;

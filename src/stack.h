@@ -4,8 +4,8 @@
  * stack_floor. A free stack's floor is slots or lim; an allocation stack's is slots, or
  * (SLUBMALLOC_KFENCE) just above its next sample.
  * floor is the one word of a thread's stacks another thread may write: stack_poke sets its top
- * bit (FLOOR_POKED), which stops malloc's fastpath. So its owner stores it, and its slow
- * paths read it, with relaxed atomics (plain moves on x86-64 and arm64). */
+ * bit (FLOOR_POKED), which stops malloc's fastpath and malloc_bulk's pop. So its owner stores
+ * it, and its slow paths read it, with relaxed atomics (plain moves on x86-64 and arm64). */
 #ifndef SM_STACK_H
 #define SM_STACK_H
 

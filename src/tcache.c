@@ -166,14 +166,23 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct source *source, void **
 	}
 }
 
+/* A slow path's first step, before it takes objects for class cls: a sign of life for the
+ * background thread, and the drain a malloc_trim or a poke asked for. malloc's fastpath stops
+ * at a poke and drains before it gets here; malloc_bulk's pop (bulk.c) only stops. */
+void sm_slow_begin(struct tcache *tc, unsigned cls)
+{
+	__atomic_store_n(&tc->slow_n, tc->slow_n + 1, __ATOMIC_RELAXED);
+	if (unlikely(tc->trim_gen != __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED) ||
+		     stack_poked(&tc->alloc_stack[cls]) || stack_poked(&tc->free_stack[cls])))
+		sm_trim_self(tc);
+}
+
 /* The thread's stack for cls and its free stack are empty (the caller tried stack_swap; the
  * orphan's frees never reach its free stack): fill half of the stack. One object for the
  * caller, or NULL. */
 void *sm_refill(struct tcache *tc, unsigned cls)
 {
-	__atomic_store_n(&tc->slow_n, tc->slow_n + 1, __ATOMIC_RELAXED);
-	if (unlikely(tc->trim_gen != __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED)))
-		sm_trim_self(tc);
+	sm_slow_begin(tc, cls);
 	struct stack *b = &tc->alloc_stack[cls];
 	struct cache *c = &sm_g.caches[cls];
 	/* The first refill takes first_want objects. The one after the first full one (half a

@@ -1,6 +1,6 @@
 /* trim.c: giving memory back on request (malloc_trim), and the thread caches' drain.
  * The calling thread drains its own caches at once. Every other thread drains its own at its
- * next malloc, or its next flush: a poke (sm_poke) stops its malloc fastpath, and
+ * next malloc or malloc_bulk, or its next flush: a poke (sm_poke) stops their fastpaths, and
  * sm_trim_gen moved on. A thread cache is written by its thread alone, so no thread empties
  * another's. The background thread pokes threads that have gone quiet (background.c).
  * With SLUBMALLOC_DEBUG's red zones or poison, every debug block is checked first (debug.c).

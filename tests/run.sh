@@ -150,11 +150,14 @@ run_test background_fork 1 env SLUBMALLOC_BACKGROUND=1 SLUBMALLOC_PURGE_DELAY_MS
     build/tests/preload/background fork
 run_test background_last 1 env SLUBMALLOC_BACKGROUND=1 build/tests/preload/background last
 # A thread that stays on the fastpaths gives its cache back: poked by the background thread,
-# or by another thread's malloc_trim (it kept 64 MiB of slabs before 2026-12-03)
+# or by another thread's malloc_trim (it kept 64 MiB of slabs before 2026-12-03); bulk: its
+# only calls are malloc_bulk and free_bulk (they kept it before 2026-12-07)
 run_test quiet_thread_background 1 env SLUBMALLOC_BACKGROUND=1 SLUBMALLOC_PURGE_DELAY_MS=200 \
     build/tests/preload/quiet_thread background
 run_test quiet_thread_trim 1 env SLUBMALLOC_BACKGROUND=0 SLUBMALLOC_PURGE_DELAY_MS=200 \
     build/tests/preload/quiet_thread trim
+run_test quiet_thread_bulk 1 env SLUBMALLOC_BACKGROUND=0 SLUBMALLOC_PURGE_DELAY_MS=200 \
+    build/tests/preload/quiet_thread bulk
 # SLUBMALLOC_DEBUG checks red zones and poison by malloc_trim, in the background thread's looks
 # and at exit, not only at the block's own free
 run_test debug_scan_trim 1 env SLUBMALLOC_DEBUG=1 build/tests/preload/debug_scan trim

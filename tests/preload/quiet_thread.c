@@ -4,12 +4,16 @@
  * A worker allocates 64 MiB of 32-byte objects, frees all but one in every SPREAD, then those
  * (its cache keeps the last of them, each in a slab of its own), then wakes every 10 ms for
  * one malloc and one free of 32 bytes. The main thread watches the RSS (/proc/self/statm).
- * Usage: quiet_thread background|trim (run.sh: SLUBMALLOC_PURGE_DELAY_MS=200, and
- * SLUBMALLOC_BACKGROUND=1 with background, 0 with trim).
+ * Usage: quiet_thread background|trim|bulk (run.sh: SLUBMALLOC_PURGE_DELAY_MS=200, and
+ * SLUBMALLOC_BACKGROUND=1 with background, 0 with the others).
  *   background: within 3 s, RSS must fall by 7/8 of what the frees left resident.
  *   trim: malloc_trim(0), 100 ms, malloc_trim(0): the same.
- * Both failed before 2026-12-03: the cache kept all 64 MiB (its thread took no slow path).
+ *   bulk: as trim, but the worker's quiet loop calls malloc_bulk and free_bulk of BULK_N
+ *   objects, nothing else.
+ * background and trim failed before 2026-12-03: the cache kept all 64 MiB (its thread took no
+ * slow path). bulk failed before 2026-12-07: the bulk calls cleared the pokes without a drain.
  * Without slubmalloc (SLUBMALLOC_EXPECT unset) it only reports. */
+#include <dlfcn.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -22,6 +26,12 @@
 #define SIZE 32
 #define NOBJ (2u << 20)
 #define SPREAD 2048 /* a slab's worth of objects, or more */
+#define BULK_N 8
+
+typedef size_t (*malloc_bulk_fn)(size_t, size_t, void **);
+typedef void (*free_bulk_fn)(size_t, void **);
+static malloc_bulk_fn bulk_alloc; /* set in bulk mode (slubmalloc's, found with dlsym) */
+static free_bulk_fn bulk_free;
 
 static void *objs[NOBJ];
 static atomic_int phase; /* 1: the worker's frees are done; 2: it must stop */
@@ -53,6 +63,15 @@ static void *worker(void *arg)
         free(objs[i]);
     atomic_store(&phase, 1);
     while (atomic_load(&phase) == 1) { /* quiet: fastpath calls only */
+        if (bulk_alloc) {
+            void *v[BULK_N];
+            size_t got = bulk_alloc(SIZE, BULK_N, v);
+            for (size_t i = 0; i < got; i++)
+                *(volatile char *)v[i] = 1;
+            bulk_free(got, v);
+            nap_ms(10);
+            continue;
+        }
         char *p = malloc(SIZE);
         if (p)
             *(volatile char *)p = 1;
@@ -65,7 +84,17 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "background";
-    int expect = getenv("SLUBMALLOC_EXPECT") != NULL, trim = !strcmp(mode, "trim");
+    int expect = getenv("SLUBMALLOC_EXPECT") != NULL;
+    int trim = !strcmp(mode, "trim") || !strcmp(mode, "bulk");
+    if (!strcmp(mode, "bulk")) {
+        bulk_alloc = (malloc_bulk_fn)dlsym(RTLD_DEFAULT, "malloc_bulk");
+        bulk_free = (free_bulk_fn)dlsym(RTLD_DEFAULT, "free_bulk");
+        if (!bulk_alloc || !bulk_free) {
+            check(!expect, "SLUBMALLOC_EXPECT=1 but malloc_bulk/free_bulk are not exported");
+            printf("quiet_thread bulk: no malloc_bulk here: the quiet loop calls malloc\n");
+            bulk_alloc = NULL;
+        }
+    }
     const char *d = getenv("SLUBMALLOC_PURGE_DELAY_MS");
     long delay = d ? atol(d) : 1000;
     memset(objs, 1, sizeof objs); /* resident before the start's figure */
