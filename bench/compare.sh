@@ -38,6 +38,7 @@ WORKLOADS=(
 	"st_loop|time|ns_per_op|bench/st_churn loop 60000000|bench/st_churn loop 20000000|"
 	"st_churn|time|ns_per_op|bench/st_churn churn 40000000|bench/st_churn churn 15000000|"
 	"st_burst|time|ns_per_op|bench/st_churn burst 80000000|bench/st_churn burst 30000000|"
+	"st_scatter|time|ns_per_op|bench/st_churn scatter 8000000|bench/st_churn scatter 2000000|"
 	"xthread|time|ns_per_obj|bench/xthread 12000000|bench/xthread 4000000|"
 	"cfrac|time|ns_per_step|bench/cfrac_like 48 12000|bench/cfrac_like 24 8000|"
 	"larson|rate|ops_per_s|bench/larson 2 1000|bench/larson 2 400|"

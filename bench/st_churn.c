@@ -1,8 +1,9 @@
 /* Single-thread small-object benchmark: (a) a tight malloc/free loop over a fixed
  * cycle of small sizes, (b) churn of a working set of random-sized objects, (c) bursts:
- * thousands of mallocs, then their frees, more than a thread cache holds.
+ * thousands of mallocs, then their frees, more than a thread cache holds, (d) scatter: a
+ * large heap freed in random order, then built again (a tree or a hash table torn down).
  * Uses only the standard malloc API; run it under LD_PRELOAD of each allocator.
- * Usage: st_churn loop|churn|burst|all [ITERATIONS]   (all: loop and churn)
+ * Usage: st_churn loop|churn|burst|scatter|all [ITERATIONS]   (all: loop and churn)
  * Prints one line per workload: RESULT name=... ns_per_op=... cycles_per_op=... */
 #include <inttypes.h>
 #include <stdint.h>
@@ -21,6 +22,9 @@
 #define BURST_DEFAULT_ITERS 40000000UL
 #define BURST_OBJECTS 4096
 #define BURST_SIZE 48
+#define SCATTER_DEFAULT_ITERS 8000000UL
+#define SCATTER_OBJECTS 200000
+#define SCATTER_SIZE 48
 
 /* Fixed size sequence of the tight loop (16..256 B), cycled in order. */
 static const size_t loop_sizes[16] = {
@@ -164,6 +168,57 @@ static void run_burst(unsigned long iters)
 	report("st_burst", rounds * BURST_OBJECTS, t1 - t0, c1 - c0);
 }
 
+/* (d) One op = one malloc plus one free of a SCATTER_SIZE object: SCATTER_OBJECTS live objects
+ * (about 10 MB), each round frees all of them in one random order (the same every round, from
+ * a fixed seed), then allocates them again, each tagged. Their frees land in every slab of the
+ * heap at once. */
+static void run_scatter(unsigned long iters)
+{
+	static unsigned char *obj[SCATTER_OBJECTS];
+	static uint32_t order[SCATTER_OBJECTS];
+	unsigned long rounds = iters / SCATTER_OBJECTS ? iters / SCATTER_OBJECTS : 1, bad = 0;
+	uint64_t x = 88172645463325252ull, t0 = 0, c0 = 0;
+	for (uint32_t i = 0; i < SCATTER_OBJECTS; i++)
+		order[i] = i;
+	for (uint32_t i = SCATTER_OBJECTS - 1; i > 0; i--) { /* Fisher-Yates, xorshift64 */
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		uint32_t j = (uint32_t)(x % (i + 1)), t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (uint32_t i = 0; i < SCATTER_OBJECTS; i++) {
+		if (!(obj[i] = malloc(SCATTER_SIZE)))
+			die_oom(SCATTER_SIZE);
+		tag_object(obj[i], SCATTER_SIZE, i);
+	}
+	for (unsigned long r = 0; r <= rounds; r++) { /* round 0 warms up */
+		if (r == 1) {
+			t0 = now_ns();
+			c0 = read_tsc();
+		}
+		for (uint32_t i = 0; i < SCATTER_OBJECTS; i++) {
+			bad += !tag_ok(obj[order[i]], SCATTER_SIZE, order[i]);
+			free(obj[order[i]]);
+		}
+		for (uint32_t i = 0; i < SCATTER_OBJECTS; i++) {
+			if (!(obj[i] = malloc(SCATTER_SIZE)))
+				die_oom(SCATTER_SIZE);
+			tag_object(obj[i], SCATTER_SIZE, i);
+		}
+	}
+	uint64_t c1 = read_tsc();
+	uint64_t t1 = now_ns();
+	for (uint32_t i = 0; i < SCATTER_OBJECTS; i++)
+		free(obj[i]);
+	if (bad != 0) {
+		fprintf(stderr, "st_churn: %lu corrupted objects\n", bad);
+		exit(3);
+	}
+	report("st_scatter", rounds * SCATTER_OBJECTS, t1 - t0, c1 - c0);
+}
+
 static unsigned long parse_iters(const char *arg)
 {
 	char *end;
@@ -178,15 +233,17 @@ static unsigned long parse_iters(const char *arg)
 int main(int argc, char **argv)
 {
 	if (argc < 2 || argc > 3) {
-		fprintf(stderr, "usage: %s loop|churn|burst|all [ITERATIONS]\n", argv[0]);
+		fprintf(stderr, "usage: %s loop|churn|burst|scatter|all [ITERATIONS]\n", argv[0]);
 		return 1;
 	}
 	const char *mode = argv[1];
 	int do_loop = strcmp(mode, "loop") == 0 || strcmp(mode, "all") == 0;
 	int do_churn = strcmp(mode, "churn") == 0 || strcmp(mode, "all") == 0;
 	int do_burst = strcmp(mode, "burst") == 0;
-	if (!do_loop && !do_churn && !do_burst) {
-		fprintf(stderr, "st_churn: unknown mode '%s' (loop, churn, burst or all)\n", mode);
+	int do_scatter = strcmp(mode, "scatter") == 0;
+	if (!do_loop && !do_churn && !do_burst && !do_scatter) {
+		fprintf(stderr, "st_churn: unknown mode '%s' (loop, churn, burst, scatter or all)\n",
+			mode);
 		return 1;
 	}
 	unsigned long iters = argc == 3 ? parse_iters(argv[2]) : 0;
@@ -196,5 +253,7 @@ int main(int argc, char **argv)
 		run_churn(iters ? iters : CHURN_DEFAULT_ITERS);
 	if (do_burst)
 		run_burst(iters ? iters : BURST_DEFAULT_ITERS);
+	if (do_scatter)
+		run_scatter(iters ? iters : SCATTER_DEFAULT_ITERS);
 	return 0;
 }
