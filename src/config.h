@@ -42,7 +42,10 @@
  * refills.
  * A malloc/free loop, which only swaps, keeps the smaller stacks and reuses fewer lines. */
 #define TCACHE_GROWN_BYTES 32768
-#define TCACHE_GROWN_MAX 512                    /* ... and at most this many objects */
+#define TCACHE_GROWN_MAX 448                    /* ... and at most this many objects: a page
+						 * of slots less 8 lines, so that the grown
+						 * stacks of small classes start at different
+						 * lines of their pages (thread.c, array_at) */
 /* A grown class whose free stack overflows again with only objects of this thread's own slabs
  * on it (bursts of frees of what it just allocated, larger than the grown stacks) caches
  * TCACHE_BURST_BYTES, at most TCACHE_BURST_MAX objects. Its loop then keeps its objects

@@ -46,17 +46,22 @@ static void **block_pool;   /* blocks linked through their first word */
  * slots. */
 #define TC_WORDS ((sizeof(struct tcache) + 63) / 64 * 8)
 #define SPLIT_WORDS (4096 / sizeof(void *))
+#define LINE_WORDS (64 / sizeof(void *))
 
 /* Where an array of n words (a guard, then slots) goes, at word w of the block or further:
- * slots that fit in a 4 KiB page start on the next page rather than straddle two (the guard
+ * slots that fit in a 4 KiB page start in the next page rather than straddle two (the guard
  * stays just before them). malloc_bulk and free_bulk move pointers 32 bytes at a time, and a
  * move across a page boundary costs the CPU a page split (bench/results/studies/
- * bulk-page-split-*). */
-static size_t array_at(size_t w, size_t n)
+ * bulk-page-split-*). A moved array starts tag lines into the page (modulo the lines where it
+ * fits), not at its start: a load from one class's slot waits on a store to another's at the
+ * same page offset (4K aliasing; bench/results/studies/stack-offsets-*). */
+static size_t array_at(size_t w, size_t n, unsigned tag)
 {
 	size_t s = w + 1; /* the first slot */
-	if (n - 1 <= SPLIT_WORDS && s / SPLIT_WORDS != (s + n - 2) / SPLIT_WORDS)
-		return (s / SPLIT_WORDS + 1) * SPLIT_WORDS - 1;
+	if (n - 1 <= SPLIT_WORDS && s / SPLIT_WORDS != (s + n - 2) / SPLIT_WORDS) {
+		size_t lines = (SPLIT_WORDS - (n - 1)) / LINE_WORDS + 1; /* where its slots fit */
+		return (s / SPLIT_WORDS + 1) * SPLIT_WORDS + tag % lines * LINE_WORDS - 1;
+	}
 	return w;
 }
 
@@ -67,12 +72,20 @@ static size_t array_words(unsigned i, int k)
 	return (k < 2 ? sm_g.caches[i].cap_grown : sm_g.caches[i].cap) + 1;
 }
 
+/* Class i's array k's line in its page, when it moves (array_at): the allocation and free
+ * stacks of the classes whose grown stacks leave a page 8 lines (TCACHE_GROWN_MAX) take lines
+ * 0 to 7, one each; the remote stacks, of fewer slots, lines further on. */
+static unsigned array_tag(unsigned i, int k)
+{
+	return k < 2 ? 2 * i + (unsigned)k : 2 * i + 17;
+}
+
 static size_t block_words(void)
 {
 	size_t w = TC_WORDS;
 	for (unsigned i = 0; i < NCLASS; i++)
 		for (int k = 0; k < 3; k++)
-			w = array_at(w, array_words(i, k)) + array_words(i, k);
+			w = array_at(w, array_words(i, k), array_tag(i, k)) + array_words(i, k);
 	return w;
 }
 
@@ -113,7 +126,7 @@ static void setup(struct tcache *tc, void **blk, bool fresh)
 	for (unsigned i = 0; i < NCLASS; i++) {
 		struct stack *stacks[3] = {&tc->alloc_stack[i], &tc->free_stack[i], &tc->remote_stack[i]};
 		for (int k = 0; k < 3; k++) {
-			w = array_at(w, array_words(i, k));
+			w = array_at(w, array_words(i, k), array_tag(i, k));
 			if (!fresh && blk[w]) /* the guard before slots[0]; a fresh block's is zero */
 				blk[w] = NULL;
 			/* a debug cache has no stacks: its calls all take the slow path */
