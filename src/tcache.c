@@ -166,15 +166,18 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct source *source, void **
 	}
 }
 
-/* A slow path's first step, before it takes objects for class cls: a sign of life for the
- * background thread, and the drain a malloc_trim or a poke asked for. malloc's fastpath stops
- * at a poke and drains before it gets here; malloc_bulk's pop (bulk.c) only stops. */
-void sm_slow_begin(struct tcache *tc, unsigned cls)
+/* A slow path's first step for class cls (a refill, a flush, malloc_bulk's): a sign of life
+ * for the background thread, and the drain a malloc_trim or a poke asked for. malloc's
+ * fastpath stops at a poke and drains before its refill; malloc_bulk's pop (bulk.c) and the
+ * frees only stop. Returns whether it drained. */
+bool sm_slow_begin(struct tcache *tc, unsigned cls)
 {
 	__atomic_store_n(&tc->slow_n, tc->slow_n + 1, __ATOMIC_RELAXED);
-	if (unlikely(tc->trim_gen != __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED) ||
-		     stack_poked(&tc->alloc_stack[cls]) || stack_poked(&tc->free_stack[cls])))
-		sm_trim_self(tc);
+	if (likely(tc->trim_gen == __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED) &&
+		   !stack_poked(&tc->alloc_stack[cls]) && !stack_poked(&tc->free_stack[cls])))
+		return false;
+	sm_trim_self(tc);
+	return true;
 }
 
 /* The thread's stack for cls and its free stack are empty (the caller tried stack_swap; the
@@ -412,13 +415,9 @@ static void others_back(unsigned cls, void **o, uint32_t k)
  * drained the thread's stacks: the caller has room then. */
 static bool flush_begin(struct tcache *tc, unsigned cls)
 {
-	__atomic_store_n(&tc->slow_n, tc->slow_n + 1, __ATOMIC_RELAXED);
 	sm_bg_kick(); /* its cache is full: it may keep that much if it goes quiet */
-	if (unlikely(tc->trim_gen != __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED) ||
-		     stack_poked(&tc->free_stack[cls]))) {
-		sm_trim_self(tc); /* drains the full stack too */
-		return false;
-	}
+	if (unlikely(sm_slow_begin(tc, cls)))
+		return false; /* (the drain emptied the full stack too) */
 	if (unlikely(sm_sampling))
 		sm_sample_wake(tc);
 	return true;

@@ -16,7 +16,7 @@
 #pragma GCC visibility push(hidden)
 
 uint32_t sm_fill(struct cache *c, uint16_t owner, struct source *source, void **out, uint32_t want);
-void sm_slow_begin(struct tcache *tc, unsigned cls); /* sign of life; drain if asked */
+bool sm_slow_begin(struct tcache *tc, unsigned cls); /* sign of life; drain if asked */
 void *sm_refill(struct tcache *tc, unsigned cls);
 size_t sm_take_n(struct cache *c, uint16_t owner, struct stack *b, struct stack *f,
 		 struct source *source,
