@@ -3,9 +3,11 @@
  * next malloc or malloc_bulk, or its next flush: a poke (sm_poke) stops their fastpaths, and
  * sm_trim_gen moved on. A thread cache is written by its thread alone, so no thread empties
  * another's. The background thread pokes threads that have gone quiet (background.c).
+ * A drain covers the thread's typed caches too, but not inside a slub_cache_* call (typed.c).
  * With SLUBMALLOC_DEBUG's red zones or poison, every debug block is checked first (debug.c).
- * Then the depots go back to the slabs, and every cache frees its empty slabs, the min_partial
- * reserve too. Every dirty slab page is purged, but up to malloc_trim's pad bytes of them.
+ * Then the depots go back to the slabs, and every cache, typed ones too, frees its empty slabs,
+ * the min_partial reserve too. Every dirty slab page is purged, but up to malloc_trim's pad
+ * bytes of them.
  * The cached large ranges are purged and retained, mapped, for the next large blocks
  * (malloc_trim); out of memory, they and the retained ones are unmapped.
  * A class, a cache or a large cache with nothing to give back costs a few loads: programs
@@ -30,7 +32,8 @@
 #include "typed.h"
 #include "types.h"
 
-/* tc's stacks, other threads' objects, spill chains and active slabs back to the slabs. */
+/* tc's stacks, other threads' objects, spill chains and active slabs back to the slabs; its
+ * typed caches' too, outside a slub_cache_* call (typed.c). */
 void sm_trim_self(struct tcache *tc)
 {
 	if (tc->state != T_LIVE) /* (sm_tc_new and sm_tc_dead are never written) */
@@ -61,6 +64,7 @@ void sm_trim_self(struct tcache *tc)
 	}
 	stack_set_floor(&tc->alloc_stack[NCLASS], tc->alloc_stack[NCLASS].slots);
 	stack_set_floor(&tc->free_stack[NCLASS], tc->free_stack[NCLASS].slots);
+	sm_typed_drain_self(tc);
 }
 
 /* Another thread's request: tc (in the registry, so alive) drains at its next malloc. Its
@@ -91,6 +95,7 @@ static int trim(bool unmap, size_t pad)
 	sm_trim_self(sm_tcp);
 	sm_typed_registry_walk(poke_other, sm_tcp);
 	sm_depot_drain();
+	sm_typed_shrink();
 	for (unsigned i = 0; i < NCLASS; i++) {
 		struct cache *c = &sm_g.caches[i];
 		if (c->debug) { /* its own source goes back too */

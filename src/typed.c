@@ -25,7 +25,9 @@
  *   few instructions, so the wait ends even while a thread keeps calling on c. typed_in is
  *   stored, never read, by its thread: calls are not chained through a counter in memory.
  *   Registry changes (thread start/exit) and drains hold registry_lock; a thread drains its
- *   own typed state at exit under it.
+ *   own typed state under it, at exit and when a malloc_trim or a poke asks (outside its
+ *   slub_cache_* calls). malloc_trim shrinks the typed caches under it too, and destroy marks
+ *   a cache freeable (dead = 1) only under it: so no cache is freed while a trim shrinks it.
  * Invariants: an id is reused only after the destroyed cache that held it has lost its last
  * slab (sm_typed_gone), and its state was drained in every thread before that; the ctor runs
  * once per object, when it is carved; SLUB_ZERO caches clear each object on allocation.
@@ -58,7 +60,8 @@
 
 static struct cache *table[MAX_TYPED];
 static sm_lock_t typed_lock;       /* table[], ids, dead flags */
-static sm_lock_t registry_lock;    /* the registry and every drain of a thread's typed state */
+static sm_lock_t registry_lock;    /* the registry, every drain of a thread's typed state, the
+				    * typed caches' shrink (malloc_trim) */
 static struct tcache *registry;
 static int use_membarrier = -1;    /* chosen once, by the first slub_cache_create */
 
@@ -111,6 +114,37 @@ static void drain(struct tcache *tc, unsigned id)
 	tc->typed_free[id].top = tc->typed_free[id].slots;
 	sm_drop(&tc->typed_alloc[id], &tc->typed_source[id], c);
 	tc->typed_for[id] = NULL;
+}
+
+/* A drain a malloc_trim or a poke asked for (sm_trim_self): tc's typed state back to the
+ * slabs, as at thread exit. Only tc's own thread drains it, and never inside a slub_cache_*
+ * call (a ctor's malloc), whose state is in use: that waits for the next drain. */
+void sm_typed_drain_self(struct tcache *tc)
+{
+	if (tc != sm_tcp || __atomic_load_n(&sm_typed_in, __ATOMIC_RELAXED))
+		return;
+	sm_lock(&registry_lock);
+	for (unsigned id = 0; id < MAX_TYPED; id++)
+		drain(tc, id);
+	sm_unlock(&registry_lock);
+}
+
+/* malloc_trim: every typed cache not being destroyed frees its empty slabs, the reserve too.
+ * The registry lock keeps each one alive meanwhile: slub_cache_destroy marks a cache freeable
+ * (dead = 1) only under it. */
+void sm_typed_shrink(void)
+{
+	struct cache *live[MAX_TYPED];
+	unsigned n = 0;
+	sm_lock(&registry_lock);
+	sm_lock(&typed_lock);
+	for (unsigned id = 0; id < MAX_TYPED; id++)
+		if (table[id] && !table[id]->dead)
+			live[n++] = table[id];
+	sm_unlock(&typed_lock); /* (a last slab's release takes it: sm_typed_gone, dead 0 or 3) */
+	for (unsigned i = 0; i < n; i++)
+		sm_cache_shrink(live[i]);
+	sm_unlock(&registry_lock);
 }
 
 void sm_typed_thread_exit(struct tcache *tc)
@@ -611,9 +645,11 @@ SM_EXPORT void slub_cache_destroy(struct slub_cache *sc)
 		sm_write_num(2, inuse, 10);
 		sm_write(2, " objects still allocated; the cache stays until they are freed\n");
 	}
+	sm_lock(&registry_lock); /* not while a malloc_trim shrinks it (sm_typed_shrink) */
 	sm_lock(&typed_lock);
 	c->dead = 1; /* from here the last slab to go frees c */
 	sm_unlock(&typed_lock);
+	sm_unlock(&registry_lock);
 	if (!__atomic_load_n(&c->nr_slabs, __ATOMIC_ACQUIRE))
 		sm_typed_gone(c);
 }

@@ -1,7 +1,8 @@
 /* api_util.h: helpers for the unit tests of the public API (unit_bulk, unit_typed), which link
  * libslubmalloc.so the way users do: each test case runs in a forked child so one failure does
  * not hide the others; stderr capture; running a function in a child and collecting its signal
- * and stderr; /proc/self/status readers; the live slab count (from slub_stats_get); a PRNG;
+ * and stderr; /proc/self/status readers; the live slab count and a cache's row (from
+ * slub_stats_get); a PRNG;
  * whole-object byte patterns.
  * Header-only, all functions static. */
 #ifndef UNIT_API_UTIL_H
@@ -189,6 +190,18 @@ static inline char *capture_end(struct capture *c)
 	char *s = read_all(c->fd);
 	close(c->fd);
 	return s;
+}
+
+/* The row of cache `name` (zeros if it has none). */
+static inline struct slub_cache_stats stats_row(const char *name)
+{
+	static struct slub_cache_stats rows[256];
+	size_t n = slub_stats_get(NULL, rows, 256);
+	struct slub_cache_stats r = {.name = ""};
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(rows[i].name, name))
+			r = rows[i];
+	return r;
 }
 
 /* Slabs alive now, over every cache, from slub_stats_get's census. */

@@ -27,25 +27,14 @@
 
 static char self[4096];
 
-/* The row of cache `name` (zeros if it has none). */
-static struct slub_cache_stats row(const char *name)
-{
-	static struct slub_cache_stats rows[256];
-	size_t n = slub_stats_get(NULL, rows, 256);
-	struct slub_cache_stats r = {.name = ""};
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(rows[i].name, name))
-			r = rows[i];
-	return r;
-}
-
 static void census_matches_live(void)
 {
 	enum { N80 = 5000, N2K = 700, NT = 900 };
 	static void *a[N80], *b[N2K], *t[NT];
 	struct slub_cache *tc = slub_cache_create("unit_stats_obj", 200, 0, 0, NULL);
 	CHECK(tc, "slub_cache_create");
-	size_t base80 = row("kmalloc-80").active_objs, base2k = row("kmalloc-2048").active_objs;
+	size_t base80 = stats_row("kmalloc-80").active_objs;
+	size_t base2k = stats_row("kmalloc-2048").active_objs;
 	struct slub_stats t0;
 	slub_stats_get(&t0, NULL, 0);
 	for (int i = 0; i < N80; i++)
@@ -58,11 +47,11 @@ static void census_matches_live(void)
 	CHECK(big1 && big2, "large malloc");
 	struct slub_stats t1;
 	slub_stats_get(&t1, NULL, 0);
-	CHECK(row("kmalloc-80").active_objs == base80 + N80, "kmalloc-80: %zu active, want %zu",
-	      row("kmalloc-80").active_objs, base80 + N80);
-	CHECK(row("kmalloc-2048").active_objs == base2k + N2K, "kmalloc-2048: %zu, want %zu",
-	      row("kmalloc-2048").active_objs, base2k + N2K);
-	struct slub_cache_stats tr = row("unit_stats_obj");
+	CHECK(stats_row("kmalloc-80").active_objs == base80 + N80, "kmalloc-80: %zu active, want %zu",
+	      stats_row("kmalloc-80").active_objs, base80 + N80);
+	CHECK(stats_row("kmalloc-2048").active_objs == base2k + N2K, "kmalloc-2048: %zu, want %zu",
+	      stats_row("kmalloc-2048").active_objs, base2k + N2K);
+	struct slub_cache_stats tr = stats_row("unit_stats_obj");
 	CHECK(tr.active_objs == NT, "typed cache: %zu active, want %d", tr.active_objs, NT);
 	CHECK(tr.objsize >= 200 && tr.num_objs >= NT && tr.num_slabs >= 1, "typed row");
 	CHECK(t1.large_count == t0.large_count + 2, "large blocks %zu -> %zu", t0.large_count,
@@ -87,10 +76,10 @@ static void census_matches_live(void)
 	for (int i = 0; i < NT; i += 3)
 		slub_cache_free(tc, t[i]);
 	free(big1);
-	CHECK(row("kmalloc-80").active_objs == base80 + N80 / 2, "kmalloc-80 after free: %zu",
-	      row("kmalloc-80").active_objs);
-	CHECK(row("unit_stats_obj").active_objs == NT - (NT + 2) / 3, "typed after free: %zu",
-	      row("unit_stats_obj").active_objs);
+	CHECK(stats_row("kmalloc-80").active_objs == base80 + N80 / 2, "kmalloc-80 after free: %zu",
+	      stats_row("kmalloc-80").active_objs);
+	CHECK(stats_row("unit_stats_obj").active_objs == NT - (NT + 2) / 3, "typed after free: %zu",
+	      stats_row("unit_stats_obj").active_objs);
 	struct slub_stats t2;
 	slub_stats_get(&t2, NULL, 0);
 	CHECK(t2.large_count == t0.large_count + 1, "large after free");
@@ -135,11 +124,11 @@ static int child_events(void)
 	static void *v[N];
 	struct slub_stats t0;
 	slub_stats_get(&t0, NULL, 0);
-	struct slub_cache_stats r0 = row("kmalloc-2048");
+	struct slub_cache_stats r0 = stats_row("kmalloc-2048");
 	for (int i = 0; i < N; i++)
 		if (!(v[i] = malloc(2000)))
 			return 2;
-	struct slub_cache_stats r1 = row("kmalloc-2048");
+	struct slub_cache_stats r1 = stats_row("kmalloc-2048");
 	void *big = malloc(300000); /* a large block's request counts too */
 	struct slub_stats t1;
 	slub_stats_get(&t1, NULL, 0);
@@ -147,7 +136,7 @@ static int child_events(void)
 	uint64_t asked = t1.bytes_requested - t0.bytes_requested;
 	for (int i = 0; i < N; i++)
 		free(v[i]);
-	struct slub_cache_stats r2 = row("kmalloc-2048");
+	struct slub_cache_stats r2 = stats_row("kmalloc-2048");
 	struct slub_stats t;
 	slub_stats_get(&t, NULL, 0);
 	uint64_t allocs = (r1.alloc_fastpath + r1.alloc_slowpath) -
@@ -184,7 +173,7 @@ static void events_counted(void)
 	/* unset: nothing counted */
 	struct slub_stats t;
 	slub_stats_get(&t, NULL, 0);
-	CHECK(!t.events_counted && row("kmalloc-2048").free_fastpath == 0,
+	CHECK(!t.events_counted && stats_row("kmalloc-2048").free_fastpath == 0,
 	      "events counted without SLUBMALLOC_STATS");
 }
 
@@ -194,11 +183,11 @@ static void events_counted(void)
 static unsigned refill_points(void **v, unsigned n, unsigned *at)
 {
 	unsigned k = 0;
-	uint64_t slow = row("kmalloc-1024").alloc_slowpath;
+	uint64_t slow = stats_row("kmalloc-1024").alloc_slowpath;
 	for (unsigned i = 0; i < n; i++) {
 		if (!(v[i] = malloc(1000)))
 			return 0;
-		uint64_t now = row("kmalloc-1024").alloc_slowpath;
+		uint64_t now = stats_row("kmalloc-1024").alloc_slowpath;
 		if (now != slow)
 			at[k++] = i;
 		slow = now;
@@ -372,7 +361,7 @@ static void trim_releases(void)
 	CHECK(rss_full - rss_trim > 140000, "malloc_trim gave back only %ld KiB",
 	      rss_full - rss_trim);
 	CHECK(r2 == 0, "a second malloc_trim released memory again");
-	struct slub_cache_stats k = row("kmalloc-256");
+	struct slub_cache_stats k = stats_row("kmalloc-256");
 	CHECK(k.num_slabs <= 2, "kmalloc-256 keeps %zu slabs after malloc_trim", k.num_slabs);
 	pthread_barrier_wait(&bar);
 	pthread_join(th, NULL);
@@ -443,11 +432,11 @@ static void trim_reaches_consumer(void)
 	sem_wait(&tc_kept);
 	for (int i = 0; i < TC_SMALL; i++)
 		CHECK(tc_small[i] = malloc(16), "malloc");
-	size_t before = row("kmalloc-1024").active_slabs;
+	size_t before = stats_row("kmalloc-1024").active_slabs;
 	malloc_trim(0);
 	sem_post(&tc_trimmed);
 	sem_wait(&tc_freed);
-	size_t after = row("kmalloc-1024").active_slabs;
+	size_t after = stats_row("kmalloc-1024").active_slabs;
 	printf("kmalloc-1024 active slabs: %zu before malloc_trim, %zu after the consumer's frees\n",
 	       before, after);
 	CHECK(before > 0, "the consumer cached no 1000-byte object");

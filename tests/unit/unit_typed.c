@@ -6,9 +6,12 @@
  * cache is reported (child: SIGABRT and a `slubmalloc:` line). Destroying a cache with live
  * objects reports them, and later frees still work. Caches are created and destroyed many
  * times; the 32-cache limit holds; bad arguments give EINVAL; ENOMEM is all or nothing.
- * Constructed state survives the drain of a thread's exit, whatever it holds.
+ * Constructed state survives the drain of a thread's exit, whatever it holds. malloc_trim
+ * gives a typed cache's slabs back, and leaves a refill alone when its ctor calls it.
  * The threaded cases are in unit_typed_mt.c; the helpers both use in typed_util.h.
  * Each case runs in a child of its own; `unit_typed NAME...` runs only the named cases. */
+#include <malloc.h>
+
 #include "api_util.h"
 #include "slubmalloc.h"
 #include "typed_util.h"
@@ -672,6 +675,62 @@ static void case_ctor_exit(void)
 	slub_cache_destroy(c);
 }
 
+/* ---- malloc_trim gives a typed cache's memory back (before 2026-12-07 the calling thread's
+ * stacks and active slab for it stayed, and so did the cache's reserve of empty slabs) ---- */
+static void case_trim(void)
+{
+	enum { N = 20000 };
+	static void *v[N];
+	struct slub_cache *c = slub_cache_create("trim-me", 200, 0, 0, NULL);
+	CHECK(c, "slub_cache_create: errno %d", errno);
+	for (size_t i = 0; i < N; i++)
+		CHECK((v[i] = slub_cache_alloc(c)), "slub_cache_alloc: errno %d", errno);
+	for (size_t i = 0; i < N; i++)
+		slub_cache_free(c, v[i]);
+	struct slub_cache_stats r = stats_row("trim-me");
+	CHECK(r.num_slabs > 0 && r.active_objs == 0, "before malloc_trim: %zu slabs, %zu objects",
+	      r.num_slabs, r.active_objs);
+	malloc_trim(0);
+	r = stats_row("trim-me");
+	CHECK(r.num_slabs == 0, "after malloc_trim: %zu slabs left (%zu held by a thread)",
+	      r.num_slabs, r.active_slabs);
+	slub_cache_destroy(c);
+}
+
+/* A ctor that calls malloc_trim runs inside the cache's refill: the drain must leave the
+ * state that refill is using alone. */
+static void trimming_ctor(void *p)
+{
+	memset(p, 0x6d, 64);
+	static unsigned n;
+	if (++n % 50 == 0)
+		malloc_trim(0);
+}
+
+static void case_trim_in_ctor(void)
+{
+	enum { N = 5000 };
+	static void *v[N];
+	struct slub_cache *c = slub_cache_create("trim-ctor", 64, 0, 0, trimming_ctor);
+	CHECK(c, "slub_cache_create: errno %d", errno);
+	for (int round = 0; round < 3; round++) {
+		for (size_t i = 0; i < N; i++) {
+			CHECK((v[i] = slub_cache_alloc(c)), "slub_cache_alloc: errno %d", errno);
+			const unsigned char *b = v[i];
+			CHECK(b[16] == 0x6d && b[63] == 0x6d, "object %zu not constructed", i);
+			for (size_t j = 0; j < i; j += 997)
+				CHECK(v[j] != v[i], "object %zu handed out twice (%zu)", i, j);
+		}
+		for (size_t i = 0; i < N; i++)
+			slub_cache_free(c, v[i]);
+	}
+	malloc_trim(0);
+	struct slub_cache_stats r = stats_row("trim-ctor");
+	CHECK(r.active_objs == 0 && r.num_slabs == 0, "all freed and trimmed: %zu objects in use, "
+	      "%zu slabs", r.active_objs, r.num_slabs);
+	slub_cache_destroy(c);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -688,6 +747,8 @@ int main(int argc, char **argv)
 		{"enomem", case_enomem},
 		{"double_free", case_double_free},
 		{"ctor_exit", case_ctor_exit},
+		{"trim", case_trim},
+		{"trim_in_ctor", case_trim_in_ctor},
 	};
 	int failed = run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);
 	failed |= rerun_without_avx2(argv);

@@ -4,10 +4,13 @@
  * state across threads. A cache is destroyed after live threads freed all its objects: the
  * destroy reports nothing. Caches are destroyed while other threads are inside slub_cache_*
  * calls and threads come and go. A thread past its exit destructor allocates typed objects
- * whose ctor mallocs. The single-threaded cases are in unit_typed.c; the helpers both use in
+ * whose ctor mallocs. A thread poked by another's malloc_trim gives its typed state back at
+ * its next malloc. The single-threaded cases are in unit_typed.c; the helpers both use in
  * typed_util.h.
  * Each case runs in a child of its own; `unit_typed_mt NAME...` runs only the named cases. */
+#include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "api_util.h"
@@ -397,6 +400,54 @@ static void case_after_exit(void)
 	slub_cache_destroy(late_cache);
 }
 
+/* ---- malloc_trim in one thread: another thread gives back its typed state at its next
+ * malloc (the trim pokes it), and the next trim frees those slabs (before 2026-12-07 that
+ * thread kept its stacks and active slab for the cache) ---- */
+enum { TRIM_N = 20000 };
+static struct slub_cache *trim_cache;
+static atomic_int trim_step; /* 1: the worker freed all; 2: trimmed; 3: the worker malloc'ed */
+
+static void wait_step(int step)
+{
+	while (atomic_load(&trim_step) < step)
+		sched_yield();
+}
+
+static void *trim_worker(void *arg)
+{
+	(void)arg;
+	static void *v[TRIM_N];
+	for (size_t i = 0; i < TRIM_N; i++)
+		CHECK((v[i] = slub_cache_alloc(trim_cache)), "slub_cache_alloc: errno %d", errno);
+	for (size_t i = 0; i < TRIM_N; i++)
+		slub_cache_free(trim_cache, v[i]);
+	atomic_store(&trim_step, 1);
+	wait_step(2);
+	free(malloc(32)); /* poked: drains before its refill */
+	atomic_store(&trim_step, 3);
+	return NULL;
+}
+
+static void case_trim_other_thread(void)
+{
+	trim_cache = slub_cache_create("trim-other", 200, 0, 0, NULL);
+	CHECK(trim_cache, "slub_cache_create: errno %d", errno);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, trim_worker, NULL) == 0, "pthread_create");
+	wait_step(1);
+	size_t before = stats_row("trim-other").num_slabs;
+	CHECK(before > 0, "no slabs before the trims: the case proves nothing");
+	malloc_trim(0);
+	atomic_store(&trim_step, 2);
+	wait_step(3);
+	malloc_trim(0);
+	struct slub_cache_stats r = stats_row("trim-other");
+	CHECK(r.num_slabs == 0, "after the worker's drain and a trim: %zu of %zu slabs left "
+	      "(%zu held by a thread)", r.num_slabs, before, r.active_slabs);
+	CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+	slub_cache_destroy(trim_cache);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -405,6 +456,7 @@ int main(int argc, char **argv)
 		{"destroy_users_alive", case_destroy_users_alive},
 		{"destroy_racing", case_destroy_racing},
 		{"after_exit", case_after_exit},
+		{"trim_other_thread", case_trim_other_thread},
 	};
 	int failed = run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);
 	failed |= rerun_without_avx2(argv);
