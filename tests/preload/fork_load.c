@@ -27,10 +27,8 @@
 
 enum { NWORKERS = 3, NFORKERS = 2 };
 
-typedef size_t (*malloc_bulk_fn)(size_t, size_t, void **);
-typedef void (*free_bulk_fn)(size_t, void **);
-static malloc_bulk_fn bulk_alloc;
-static free_bulk_fn bulk_free;
+static tu_malloc_bulk_fn bulk_alloc;
+static tu_free_bulk_fn bulk_free;
 
 static atomic_int stop;
 static atomic_long nforks, worker_ops;
@@ -299,14 +297,8 @@ int main(int argc, char **argv)
         min_forks = max_forks;
     fu_watchdog("fork_load", (unsigned)seconds + 105);
     int expect = fu_expect_slub("fork_load");
-    bulk_alloc = (malloc_bulk_fn)dlsym(RTLD_DEFAULT, "malloc_bulk");
-    bulk_free = (free_bulk_fn)dlsym(RTLD_DEFAULT, "free_bulk");
-    if (!bulk_alloc || !bulk_free) {
-        check(!expect, "SLUBMALLOC_EXPECT=1 but malloc_bulk/free_bulk are not exported");
+    if (!tu_find_bulk(&bulk_alloc, &bulk_free, expect))
         printf("fork_load: malloc_bulk not available: children do not use it\n");
-        bulk_alloc = NULL;
-        bulk_free = NULL;
-    }
     devnull = fopen("/dev/null", "w");
     if (!check(devnull != NULL, "fopen /dev/null"))
         return 1;

@@ -58,10 +58,8 @@ static const char *const op_name[NOP] = {
     "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_bulk",
 };
 
-typedef size_t (*malloc_bulk_fn)(size_t, size_t, void **);
-typedef void (*free_bulk_fn)(size_t, void **);
-static malloc_bulk_fn bulk_alloc;
-static free_bulk_fn bulk_free;
+static tu_malloc_bulk_fn bulk_alloc;
+static tu_free_bulk_fn bulk_free;
 
 struct rec {
     void *p;
@@ -533,14 +531,8 @@ int main(int argc, char **argv)
     fu_watchdog("oom", 60);
     page = (size_t)getpagesize();
     int expect = fu_expect_slub("oom");
-    bulk_alloc = (malloc_bulk_fn)dlsym(RTLD_DEFAULT, "malloc_bulk");
-    bulk_free = (free_bulk_fn)dlsym(RTLD_DEFAULT, "free_bulk");
-    if (!bulk_alloc || !bulk_free) {
-        check(!expect, "SLUBMALLOC_EXPECT=1 but malloc_bulk/free_bulk are not exported");
+    if (!tu_find_bulk(&bulk_alloc, &bulk_free, expect))
         printf("oom: malloc_bulk/free_bulk not available: their checks are skipped\n");
-        bulk_alloc = NULL;
-        bulk_free = NULL;
-    }
     fflush(stdout);
 
     static void *pool[POOL_N];

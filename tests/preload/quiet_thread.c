@@ -28,10 +28,8 @@
 #define SPREAD 2048 /* a slab's worth of objects, or more */
 #define BULK_N 8
 
-typedef size_t (*malloc_bulk_fn)(size_t, size_t, void **);
-typedef void (*free_bulk_fn)(size_t, void **);
-static malloc_bulk_fn bulk_alloc; /* set in bulk mode (slubmalloc's, found with dlsym) */
-static free_bulk_fn bulk_free;
+static tu_malloc_bulk_fn bulk_alloc; /* set in bulk mode (slubmalloc's, found with dlsym) */
+static tu_free_bulk_fn bulk_free;
 
 static void *objs[NOBJ];
 static atomic_int phase; /* 1: the worker's frees are done; 2: it must stop */
@@ -87,13 +85,8 @@ int main(int argc, char **argv)
     int expect = getenv("SLUBMALLOC_EXPECT") != NULL;
     int trim = !strcmp(mode, "trim") || !strcmp(mode, "bulk");
     if (!strcmp(mode, "bulk")) {
-        bulk_alloc = (malloc_bulk_fn)dlsym(RTLD_DEFAULT, "malloc_bulk");
-        bulk_free = (free_bulk_fn)dlsym(RTLD_DEFAULT, "free_bulk");
-        if (!bulk_alloc || !bulk_free) {
-            check(!expect, "SLUBMALLOC_EXPECT=1 but malloc_bulk/free_bulk are not exported");
+        if (!tu_find_bulk(&bulk_alloc, &bulk_free, expect))
             printf("quiet_thread bulk: no malloc_bulk here: the quiet loop calls malloc\n");
-            bulk_alloc = NULL;
-        }
     }
     const char *d = getenv("SLUBMALLOC_PURGE_DELAY_MS");
     long delay = d ? atol(d) : 1000;

@@ -1,9 +1,11 @@
 /* Shared helpers for the slubmalloc test programs: failure counting/reporting macros,
- * a small deterministic PRNG, byte-pattern fill/verify helpers and RSS readers.
+ * a small deterministic PRNG, byte-pattern fill/verify helpers, RSS readers and the lookup of
+ * malloc_bulk and free_bulk.
  * Header-only (all functions static) so every test stays a single standalone executable. */
 #ifndef SLUB_TEST_UTIL_H
 #define SLUB_TEST_UTIL_H
 
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -153,6 +155,24 @@ static inline long tu_status_bytes(const char *field)
 static inline long tu_vmrss(void)
 {
     return tu_status_bytes("VmRSS");
+}
+
+/* ---- slubmalloc's bulk calls, found with dlsym: the programs run under any allocator ---- */
+typedef size_t (*tu_malloc_bulk_fn)(size_t, size_t, void **);
+typedef void (*tu_free_bulk_fn)(size_t, void **);
+
+/* *a and *f: malloc_bulk and free_bulk, or both NULL when either is missing, which is a failed
+ * check when expect (SLUBMALLOC_EXPECT=1). Returns whether both were found. */
+static inline int tu_find_bulk(tu_malloc_bulk_fn *a, tu_free_bulk_fn *f, int expect)
+{
+    *a = (tu_malloc_bulk_fn)dlsym(RTLD_DEFAULT, "malloc_bulk");
+    *f = (tu_free_bulk_fn)dlsym(RTLD_DEFAULT, "free_bulk");
+    if (*a && *f)
+        return 1;
+    check(!expect, "SLUBMALLOC_EXPECT=1 but malloc_bulk/free_bulk are not exported");
+    *a = NULL;
+    *f = NULL;
+    return 0;
 }
 
 #endif
