@@ -12,6 +12,8 @@
  *   Two operations change a shared freelist lock-free, so none can suffer ABA:
  *     push a chain (any thread):  {f, c} -> {head, c - n}, with tail->next = f  (sm_push_chain)
  *     take it all (the owner):    {f, c} -> {NULL, frozen | objects}        (sm_slab_take_all)
+ *   The owner also puts back a chain it took, unwalked, as a push onto an empty list:
+ *     {NULL, c} -> {head, c - n}, the chain's end NULL                       (sm_slab_put_back)
  *   The other CASes change only the counters:
  *     freeze a partial slab (under the cache lock);
  *     unfreeze a full slab: {NULL, frozen | objects} -> {NULL, objects};
@@ -304,6 +306,26 @@ void *sm_slab_take_all(struct slab *s, uint32_t *n)
 	}
 	*n = s->objects - SLAB_INUSE(old.hi);
 	return (void *)old.lo;
+}
+
+/* The owner of frozen s puts back a chain it took (n objects, NULL-ended, beginning at a group
+ * head, its records as the take found them) without walking it: only while s's shared freelist
+ * is empty, whose end the chain's end then is. False when it is not (take it, and try again). */
+bool sm_slab_put_back(struct slab *s, void *head, uint32_t n)
+{
+	dword_t old = word_read(s), new;
+	for (;;) {
+		if (old.lo)
+			return false;
+		if (unlikely(SLAB_INUSE(old.hi) < n))
+			sm_fatal_in("double free (its slab has fewer objects in use than freed)", head,
+				    s->cache);
+		new.lo = (uintptr_t)head;
+		new.hi = old.hi - n;
+		if (cas16(&s->word, &old, new))
+			return true;
+		sm_count(s->cache, EV_CAS_RETRY, 1);
+	}
 }
 
 /* Unfreeze the owner's exhausted slab (nothing shared, nothing untouched): it becomes full and

@@ -17,6 +17,7 @@
 void sm_free_to_slab(struct slab *s, void *obj);  /* one object, any thread, no thread cache */
 void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n);
 void *sm_slab_take_all(struct slab *s, uint32_t *n); /* owner of frozen s; NULL if none */
+bool sm_slab_put_back(struct slab *s, void *head, uint32_t n); /* onto an empty list only */
 bool sm_slab_unfreeze_full(struct slab *s);        /* false: a free got in first */
 struct slab *sm_slab_freeze_partial(struct cache *c, void **head, uint32_t *n);
 struct slab *sm_slab_freeze_fullest(struct cache *c, void **head, uint32_t *n); /* a mover's */

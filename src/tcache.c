@@ -502,6 +502,36 @@ void sm_flush(struct tcache *tc, unsigned cls)
 	b->top -= n;
 }
 
+/* The spill chain back to the active slab s. Pushed whole where it can be, unwalked: a
+ * thread's exit or a trim would otherwise follow every link, a cache miss each. A chain on a
+ * shared list begins at a group head, so the members left of a group whose head was taken are
+ * walked off first. What other threads pushed meanwhile is taken, and pushed after it. */
+static void spill_back(struct source *source, const struct cache *c)
+{
+	struct slab *s = source->active;
+	void *o = source->spill, *members = NULL, *taken[4];
+	uint32_t n = source->nspill, nt = 0, k;
+	for (uint32_t p = source->plain; p && o; p--, n--) {
+		void *next = checked_next(s, o, c->fpoff);
+		fp_set(o, members, c->fpoff);
+		members = o;
+		o = next;
+	}
+	while (o && s && nt < 4) {
+		if (sm_slab_put_back(s, o, n))
+			o = NULL;
+		else if ((taken[nt] = sm_slab_take_all(s, &k)))
+			nt++;
+	}
+	sm_free_chain(o, c->fpoff); /* (no active slab, or a busy one: walked) */
+	for (uint32_t i = 0; i < nt; i++)
+		sm_free_chain(taken[i], c->fpoff);
+	sm_free_chain(members, c->fpoff);
+	source->spill = NULL;
+	source->nspill = 0;
+	source->plain = 0;
+}
+
 /* Return a stack's objects of c, its spill chain and its active slab (unfrozen) to the slabs.
  * A size class's allocation stack may hold carved objects with ZERO_KEY: on a freelist they get
  * links and records, so they go back with FREE_KEY. (A typed cache's word 1 may be its objects'
@@ -512,9 +542,7 @@ void sm_drop(struct stack *b, struct source *source, const struct cache *c)
 		sm_keys_unzero(b->slots, stack_count(b));
 	sm_free_array(b->slots, stack_count(b));
 	b->top = b->slots;
-	sm_free_chain(source->spill, c->fpoff);
-	source->spill = NULL;
-	source->nspill = 0;
+	spill_back(source, c);
 	if (source->active)
 		sm_slab_unfreeze(source->active);
 	source->active = NULL;
