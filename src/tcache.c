@@ -538,11 +538,11 @@ static void spill_back(struct source *source, const struct cache *c)
  * constructed state: never touched.) */
 void sm_drop(struct stack *b, struct source *source, const struct cache *c)
 {
+	spill_back(source, c); /* first: pushes would make the slab's list non-empty */
 	if (c->cls < NCLASS)
 		sm_keys_unzero(b->slots, stack_count(b));
 	sm_free_array(b->slots, stack_count(b));
 	b->top = b->slots;
-	spill_back(source, c);
 	if (source->active)
 		sm_slab_unfreeze(source->active);
 	source->active = NULL;
