@@ -511,7 +511,7 @@ static void spill_back(struct source *source, const struct cache *c)
 	struct slab *s = source->active;
 	void *o = source->spill, *members = NULL, *taken[4];
 	uint32_t n = source->nspill, nt = 0, k;
-	for (uint32_t p = source->plain; p && o; p--, n--) {
+	for (uint32_t p = source->plain; p && o && s; p--, n--) {
 		void *next = checked_next(s, o, c->fpoff);
 		fp_set(o, members, c->fpoff);
 		members = o;
