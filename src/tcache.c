@@ -532,13 +532,19 @@ static void spill_back(struct source *source, const struct cache *c)
 	source->plain = 0;
 }
 
-/* Return a stack's objects of c, its spill chain and its active slab (unfrozen) to the slabs.
+/* Return the objects of c on the allocation stack b and the free stack f (NULL: none), its
+ * spill chain and its active slab (unfrozen) to the slabs. The spill goes first: the stacks'
+ * pushes would make the slab's list non-empty (spill_back).
  * A size class's allocation stack may hold carved objects with ZERO_KEY: on a freelist they get
  * links and records, so they go back with FREE_KEY. (A typed cache's word 1 may be its objects'
  * constructed state: never touched.) */
-void sm_drop(struct stack *b, struct source *source, const struct cache *c)
+void sm_drop(struct stack *b, struct stack *f, struct source *source, const struct cache *c)
 {
-	spill_back(source, c); /* first: pushes would make the slab's list non-empty */
+	spill_back(source, c);
+	if (f) {
+		sm_free_array(f->slots, stack_count(f));
+		f->top = f->slots;
+	}
 	if (c->cls < NCLASS)
 		sm_keys_unzero(b->slots, stack_count(b));
 	sm_free_array(b->slots, stack_count(b));

@@ -29,7 +29,8 @@ uint64_t sm_burst_held(const struct tcache *tc); /* bytes of objects its burst s
 						 * most (<= TCACHE_BURST_BUDGET) */
 void sm_free_chain(void *head, uint32_t fpoff);   /* objects of any slabs, grouped by slab */
 void sm_free_array(void **v, size_t n);           /* the same for an array (NULLs skipped) */
-void sm_drop(struct stack *b, struct source *source, const struct cache *c); /* all back */
+void sm_drop(struct stack *b, struct stack *f, struct source *source,
+	     const struct cache *c); /* all back, the spill first */
 
 /* From a thread's free stack of a class to its remote stack of that class, in bytes. */
 #define REMOTE_OFF \

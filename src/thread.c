@@ -156,12 +156,11 @@ void sm_thread_teardown(struct tcache *tc)
 {
 	sm_typed_thread_exit(tc);
 	for (unsigned i = 0; i < NCLASS; i++) {
-		sm_drop(&tc->alloc_stack[i], &tc->source[i], &sm_g.caches[i]); /* (its spill first) */
+		sm_drop(&tc->alloc_stack[i], &tc->free_stack[i], &tc->source[i], &sm_g.caches[i]);
 		stack_close(&tc->alloc_stack[i]);
+		stack_close(&tc->free_stack[i]);
 		sm_free_array(tc->remote_stack[i].slots, stack_count(&tc->remote_stack[i]));
 		stack_close(&tc->remote_stack[i]);
-		sm_free_array(tc->free_stack[i].slots, stack_count(&tc->free_stack[i]));
-		stack_close(&tc->free_stack[i]);
 		if (tc->burst[i]) { /* closed stacks are never read: their arrays can go */
 			sm_os_unmap(tc->burst[i], burst_bytes(i));
 			tc->burst[i] = NULL;

@@ -41,15 +41,12 @@ void sm_trim_self(struct tcache *tc)
 	tc->trim_gen = __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED);
 	for (unsigned i = 0; i < NCLASS; i++) { /* (a class with nothing held costs a few loads) */
 		struct stack *r = &tc->remote_stack[i], *f = &tc->free_stack[i];
-		if (stack_count(&tc->alloc_stack[i]) || tc->source[i].spill || tc->source[i].active)
-			sm_drop(&tc->alloc_stack[i], &tc->source[i], &sm_g.caches[i]); /* spill first */
+		if (stack_count(&tc->alloc_stack[i]) || stack_count(f) || tc->source[i].spill ||
+		    tc->source[i].active)
+			sm_drop(&tc->alloc_stack[i], f, &tc->source[i], &sm_g.caches[i]);
 		if (stack_count(r)) {
 			sm_free_array(r->slots, stack_count(r));
 			r->top = r->slots;
-		}
-		if (stack_count(f)) {
-			sm_free_array(f->slots, stack_count(f));
-			f->top = f->slots;
 		}
 		if (stack_cap(f) > sm_g.caches[i].cap) { /* grown (sm_flush, sm_refill): back to the
 							  * first size */
@@ -101,7 +98,7 @@ static int trim(bool unmap, size_t pad)
 		if (c->debug) { /* its own source goes back too */
 			sm_lock(&c->dlock);
 			struct stack none = {.top = NULL, .lim = NULL, .slots = NULL};
-			sm_drop(&none, &c->debug_source, c);
+			sm_drop(&none, NULL, &c->debug_source, c);
 			sm_unlock(&c->dlock);
 		}
 		sm_cache_shrink(c);

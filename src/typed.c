@@ -110,9 +110,7 @@ static void drain(struct tcache *tc, unsigned id)
 	struct cache *c = tc->typed_for[id];
 	if (!c)
 		return;
-	sm_drop(&tc->typed_alloc[id], &tc->typed_source[id], c); /* (its spill first) */
-	sm_free_array(tc->typed_free[id].slots, stack_count(&tc->typed_free[id]));
-	tc->typed_free[id].top = tc->typed_free[id].slots;
+	sm_drop(&tc->typed_alloc[id], &tc->typed_free[id], &tc->typed_source[id], c);
 	tc->typed_for[id] = NULL;
 }
 

@@ -140,7 +140,7 @@ static void restart_all_free(void)
 	sm_free_array(w, 1);
 	sm_free_array(v, N - 1);
 	struct stack none = {0};
-	sm_drop(&none, &src, c);
+	sm_drop(&none, NULL, &src, c);
 	CHECK(c->partial == s && SLAB_INUSE(s->word.hi) == 0, "an empty slab on the partial list");
 	struct source src2 = {0};
 	CHECK(sm_fill(c, 2, &src2, w, N) == N && src2.active == s && !src2.spill,
@@ -155,7 +155,7 @@ static void restart_all_free(void)
 	CHECK(ctor_runs == 0 && v[0] == w[N - 1], "a cache with a ctor restarted its slab");
 	c->ctor = NULL;
 	sm_free_array(v, N);
-	sm_drop(&none, &src2, c);
+	sm_drop(&none, NULL, &src2, c);
 }
 
 int main(void)
