@@ -1,7 +1,7 @@
 /* trim.c: giving memory back on request (malloc_trim), and the thread caches' drain.
  * The calling thread drains its own caches at once. Every other thread drains its own at its
- * next malloc or malloc_bulk, or its next flush: a poke (sm_poke) stops their fastpaths, and
- * sm_trim_gen moved on. A thread cache is written by its thread alone, so no thread empties
+ * next malloc, malloc_bulk or slub_cache_alloc, or its next flush: a poke (sm_poke) stops their
+ * fastpaths, and sm_trim_gen moved on. A thread cache is written by its thread alone, so no thread empties
  * another's. The background thread pokes threads that have gone quiet (background.c).
  * A drain covers the thread's typed caches too, but not inside a slub_cache_* call (typed.c).
  * With SLUBMALLOC_DEBUG's red zones or poison, every debug block is checked first (debug.c).
@@ -64,14 +64,16 @@ void sm_trim_self(struct tcache *tc)
 	sm_typed_drain_self(tc);
 }
 
-/* Another thread's request: tc (in the registry, so alive) drains at its next malloc. Its
- * frees do not stop: a thread that only frees drains at its next flush. */
+/* Another thread's request: tc (in the registry, so alive) drains at its next malloc or
+ * slub_cache_alloc. Its frees do not stop: a thread that only frees drains at its next flush. */
 void sm_poke(struct tcache *tc)
 {
 	for (unsigned i = 0; i <= NCLASS; i++) { /* (NCLASS: every size's, SLUBMALLOC_STATS=1) */
 		stack_poke(&tc->alloc_stack[i]);
 		stack_poke(&tc->free_stack[i]);
 	}
+	for (unsigned id = 0; id < MAX_TYPED; id++) /* slub_cache_alloc's (typed.c) */
+		stack_poke(&tc->typed_alloc[id]);
 }
 
 static void poke_other(struct tcache *tc, void *self)

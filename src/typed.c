@@ -50,8 +50,10 @@
 #include "report.h"
 #include "slab.h"
 #include "stack.h"
+#include "stats.h"
 #include "tcache.h"
 #include "thread.h"
+#include "trim.h"
 #include "typed.h"
 #include "types.h"
 #include "slubmalloc.h"
@@ -122,8 +124,10 @@ void sm_typed_drain_self(struct tcache *tc)
 	if (tc != sm_tcp || __atomic_load_n(&sm_typed_in, __ATOMIC_RELAXED))
 		return;
 	sm_lock(&registry_lock);
-	for (unsigned id = 0; id < MAX_TYPED; id++)
+	for (unsigned id = 0; id < MAX_TYPED; id++) {
 		drain(tc, id);
+		stack_set_floor(&tc->typed_alloc[id], tc->typed_alloc[id].slots); /* unpoked */
+	}
 	sm_unlock(&registry_lock);
 }
 
@@ -330,11 +334,24 @@ static void put(struct tcache *tc, struct cache *c, size_t n, void **ptrs)
 	}
 }
 
+/* A typed call's slow path drains the thread's caches when a poke or a malloc_trim asked
+ * (trim.c), as malloc's does: before it enters, and not inside another slub_cache_* call (a
+ * ctor's), whose state is in use. sm_poke pokes the typed allocation stacks too, so that
+ * slub_cache_alloc's fastpath stops at the poke; frees drain at their next flush. */
+static void drain_if_asked(struct tcache *tc, unsigned id)
+{
+	if (tc->state == T_LIVE && !__atomic_load_n(&sm_typed_in, __ATOMIC_RELAXED) &&
+	    (stack_poked(&tc->typed_alloc[id]) ||
+	     tc->trim_gen != __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED)))
+		sm_trim_self(tc);
+}
+
 static size_t alloc_n(struct cache *c, size_t n, void **out)
 {
 	struct tcache *tc = sm_tcp;
 	if (unlikely(tc->state == T_NEW))
 		tc = sm_thread_start();
+	drain_if_asked(tc, c->id);
 	size_t got;
 	if (likely(tc->state == T_LIVE)) {
 		enter(c);
@@ -373,6 +390,7 @@ static SM_COLD void free_n(struct cache *c, size_t n, void **ptrs)
 		if (ptrs[i])
 			check_object(c, ptrs[i]);
 	struct tcache *tc = sm_tcp;
+	drain_if_asked(tc, c->id);
 	if (likely(tc->state == T_LIVE)) {
 		enter(c);
 		put(tc, c, n, ptrs);
@@ -409,7 +427,7 @@ static inline __attribute__((always_inline)) void *alloc_one(struct cache *c)
 	struct stack *b = &tc->typed_alloc[id];
 	enter(c);
 	void **t = b->top;
-	if (likely(serves(tc, c, id) && t != b->slots)) {
+	if (likely(serves(tc, c, id) && t > stack_floor_raw(b))) { /* (a poke stops it) */
 		b->top = --t;
 		void *p = *t;
 		leave();
@@ -477,7 +495,8 @@ static __attribute__((noinline)) size_t alloc_bulk(struct cache *c, size_t n, vo
 	struct stack *b = &tc->typed_alloc[id];
 	enter(c);
 	void **t = b->top;
-	if (likely(serves(tc, c, id) && (size_t)(t - b->slots) >= n)) { /* one copy from the top */
+	if (likely(serves(tc, c, id) && (size_t)(t - b->slots) >= n &&
+		   t > stack_floor_raw(b))) { /* one copy from the top (not at a poke) */
 		b->top = t -= n;
 		leave(); /* t[0, n) are no longer the stack's: the copy needs no guard */
 		free_keys_clear(t, n, c->koff);
@@ -502,7 +521,7 @@ SM_EXPORT SM_HOT size_t slub_cache_alloc_bulk(struct slub_cache *sc, size_t n, v
 		struct stack *b = &tc->typed_alloc[id];
 		enter(c);
 		void **t = b->top;
-		if (likely(serves(tc, c, id) && t != b->slots && !(c->flags & SLUB_ZERO))) {
+		if (likely(serves(tc, c, id) && t > stack_floor_raw(b) && !(c->flags & SLUB_ZERO))) {
 			b->top = --t;
 			void *p = *t;
 			leave();

@@ -405,7 +405,8 @@ static void case_after_exit(void)
  * thread kept its stacks and active slab for the cache) ---- */
 enum { TRIM_N = 20000 };
 static struct slub_cache *trim_cache;
-static atomic_int trim_step; /* 1: the worker freed all; 2: trimmed; 3: the worker malloc'ed */
+static atomic_int trim_step; /* 1: the worker freed all; 2: trimmed; 3: the worker malloc'ed;
+			     * 4: checked (the worker's exit would drain it too) */
 
 static void wait_step(int step)
 {
@@ -425,6 +426,7 @@ static void *trim_worker(void *arg)
 	wait_step(2);
 	free(malloc(32)); /* poked: drains before its refill */
 	atomic_store(&trim_step, 3);
+	wait_step(4);
 	return NULL;
 }
 
@@ -442,10 +444,70 @@ static void case_trim_other_thread(void)
 	wait_step(3);
 	malloc_trim(0);
 	struct slub_cache_stats r = stats_row("trim-other");
+	atomic_store(&trim_step, 4);
 	CHECK(r.num_slabs == 0, "after the worker's drain and a trim: %zu of %zu slabs left "
 	      "(%zu held by a thread)", r.num_slabs, before, r.active_slabs);
 	CHECK(pthread_join(t, NULL) == 0, "pthread_join");
 	slub_cache_destroy(trim_cache);
+}
+
+/* ---- the same, but after the trim the worker makes only typed calls, on a second cache it
+ * used before: slub_cache_alloc stops at the poke and drains the first cache's state too
+ * (before 2026-12-07 a thread on the typed fastpaths kept it) ---- */
+static struct slub_cache *quiet_cache, *busy_cache;
+static atomic_int quiet_step; /* 1: the worker freed all; 2: trimmed; 3: typed calls made;
+			       * 4: checked (the worker's exit would drain it too) */
+
+static void wait_quiet(int step)
+{
+	while (atomic_load(&quiet_step) < step)
+		sched_yield();
+}
+
+static void *typed_only_worker(void *arg)
+{
+	(void)arg;
+	static void *v[TRIM_N];
+	void *b = slub_cache_alloc(busy_cache);
+	CHECK(b, "slub_cache_alloc: errno %d", errno);
+	slub_cache_free(busy_cache, b);
+	for (size_t i = 0; i < TRIM_N; i++)
+		CHECK((v[i] = slub_cache_alloc(quiet_cache)), "slub_cache_alloc: errno %d", errno);
+	for (size_t i = 0; i < TRIM_N; i++)
+		slub_cache_free(quiet_cache, v[i]);
+	atomic_store(&quiet_step, 1);
+	wait_quiet(2);
+	for (int i = 0; i < 100; i++) { /* poked: the first alloc drains */
+		b = slub_cache_alloc(busy_cache);
+		CHECK(b, "slub_cache_alloc: errno %d", errno);
+		slub_cache_free(busy_cache, b);
+	}
+	atomic_store(&quiet_step, 3);
+	wait_quiet(4);
+	return NULL;
+}
+
+static void case_trim_typed_only(void)
+{
+	quiet_cache = slub_cache_create("trim-quiet", 200, 0, 0, NULL);
+	busy_cache = slub_cache_create("trim-busy", 96, 0, 0, NULL);
+	CHECK(quiet_cache && busy_cache, "slub_cache_create: errno %d", errno);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, typed_only_worker, NULL) == 0, "pthread_create");
+	wait_quiet(1);
+	size_t before = stats_row("trim-quiet").num_slabs;
+	CHECK(before > 0, "no slabs before the trims: the case proves nothing");
+	malloc_trim(0);
+	atomic_store(&quiet_step, 2);
+	wait_quiet(3);
+	malloc_trim(0);
+	struct slub_cache_stats r = stats_row("trim-quiet");
+	atomic_store(&quiet_step, 4);
+	CHECK(r.num_slabs == 0, "after the worker's typed calls and a trim: %zu of %zu slabs left "
+	      "(%zu held by a thread)", r.num_slabs, before, r.active_slabs);
+	CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+	slub_cache_destroy(quiet_cache);
+	slub_cache_destroy(busy_cache);
 }
 
 int main(int argc, char **argv)
@@ -457,6 +519,7 @@ int main(int argc, char **argv)
 		{"destroy_racing", case_destroy_racing},
 		{"after_exit", case_after_exit},
 		{"trim_other_thread", case_trim_other_thread},
+		{"trim_typed_only", case_trim_typed_only},
 	};
 	int failed = run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);
 	failed |= rerun_without_avx2(argv);
