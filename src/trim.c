@@ -1,8 +1,9 @@
 /* trim.c: giving memory back on request (malloc_trim), and the thread caches' drain.
  * The calling thread drains its own caches at once. Every other thread drains its own at its
  * next malloc, malloc_bulk or slub_cache_alloc, or its next flush: a poke (sm_poke) stops their
- * fastpaths, and sm_trim_gen moved on. A thread cache is written by its thread alone, so no thread empties
- * another's. The background thread pokes threads that have gone quiet (background.c).
+ * fastpaths, and sm_trim_gen moved on. A thread cache is written by its thread alone, so no
+ * thread empties another's. The background thread pokes threads that have gone quiet
+ * (background.c).
  * A drain covers the thread's typed caches too, but not inside a slub_cache_* call (typed.c).
  * With SLUBMALLOC_DEBUG's red zones or poison, every debug block is checked first (debug.c).
  * Then the depots go back to the slabs, and every cache, typed ones too, frees its empty slabs,
@@ -72,8 +73,11 @@ void sm_poke(struct tcache *tc)
 		stack_poke(&tc->alloc_stack[i]);
 		stack_poke(&tc->free_stack[i]);
 	}
-	for (unsigned id = 0; id < MAX_TYPED; id++) /* slub_cache_alloc's (typed.c) */
-		stack_poke(&tc->typed_alloc[id]);
+	for (unsigned id = 0; id < MAX_TYPED; id++) /* slub_cache_alloc's (typed.c): those with
+						     * an array (a stack set up later starts
+						     * unpoked, with nothing to drain) */
+		if (floor_load(&tc->typed_alloc[id]))
+			stack_poke(&tc->typed_alloc[id]);
 }
 
 static void poke_other(struct tcache *tc, void *self)
