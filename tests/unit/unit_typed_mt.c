@@ -402,10 +402,12 @@ static void case_after_exit(void)
 
 /* ---- malloc_trim in one thread: another thread gives back its typed state at its next
  * malloc (the trim pokes it), and the next trim frees those slabs (before 2026-12-07 that
- * thread kept its stacks and active slab for the cache) ---- */
+ * thread kept its stacks and active slab for the cache). The same when that thread makes only
+ * typed calls, on a second cache it used before: slub_cache_alloc stops at the poke and drains
+ * the first cache's state too (before 2026-12-07 a thread on the typed fastpaths kept it). ---- */
 enum { TRIM_N = 20000 };
-static struct slub_cache *trim_cache;
-static atomic_int trim_step; /* 1: the worker freed all; 2: trimmed; 3: the worker malloc'ed;
+static struct slub_cache *trim_cache, *busy_cache;
+static atomic_int trim_step; /* 1: the worker freed all; 2: trimmed; 3: the worker called again;
 			     * 4: checked (the worker's exit would drain it too) */
 
 static void wait_step(int step)
@@ -414,9 +416,10 @@ static void wait_step(int step)
 		sched_yield();
 }
 
-static void *trim_worker(void *arg)
+/* The worker's part before and after its call: TRIM_N objects of trim_cache allocated and freed,
+ * then, once trimmed, call(); then it stays alive until the check. */
+static void trim_worker_around(void (*call)(void))
 {
-	(void)arg;
 	static void *v[TRIM_N];
 	for (size_t i = 0; i < TRIM_N; i++)
 		CHECK((v[i] = slub_cache_alloc(trim_cache)), "slub_cache_alloc: errno %d", errno);
@@ -424,18 +427,53 @@ static void *trim_worker(void *arg)
 		slub_cache_free(trim_cache, v[i]);
 	atomic_store(&trim_step, 1);
 	wait_step(2);
-	free(malloc(32)); /* poked: drains before its refill */
+	call();
 	atomic_store(&trim_step, 3);
 	wait_step(4);
+}
+
+static void call_malloc(void)
+{
+	free(malloc(32)); /* poked: drains before its refill */
+}
+
+static void *trim_worker(void *arg)
+{
+	(void)arg;
+	trim_worker_around(call_malloc);
 	return NULL;
 }
 
-static void case_trim_other_thread(void)
+static void busy_round(void)
+{
+	void *b = slub_cache_alloc(busy_cache); /* poked: the first one drains */
+	CHECK(b, "slub_cache_alloc: errno %d", errno);
+	slub_cache_free(busy_cache, b);
+}
+
+static void call_typed(void)
+{
+	for (int i = 0; i < 100; i++)
+		busy_round();
+}
+
+static void *typed_only_worker(void *arg)
+{
+	(void)arg;
+	busy_round(); /* busy_cache's stacks set up before the trim */
+	trim_worker_around(call_typed);
+	return NULL;
+}
+
+/* Runs worker; after its call and a trim, trim_cache must have no slab left. */
+static void trim_case(void *(*worker)(void *), const char *what)
 {
 	trim_cache = slub_cache_create("trim-other", 200, 0, 0, NULL);
-	CHECK(trim_cache, "slub_cache_create: errno %d", errno);
+	busy_cache = slub_cache_create("trim-busy", 96, 0, 0, NULL);
+	CHECK(trim_cache && busy_cache, "slub_cache_create: errno %d", errno);
+	atomic_store(&trim_step, 0);
 	pthread_t t;
-	CHECK(pthread_create(&t, NULL, trim_worker, NULL) == 0, "pthread_create");
+	CHECK(pthread_create(&t, NULL, worker, NULL) == 0, "pthread_create");
 	wait_step(1);
 	size_t before = stats_row("trim-other").num_slabs;
 	CHECK(before > 0, "no slabs before the trims: the case proves nothing");
@@ -445,69 +483,21 @@ static void case_trim_other_thread(void)
 	malloc_trim(0);
 	struct slub_cache_stats r = stats_row("trim-other");
 	atomic_store(&trim_step, 4);
-	CHECK(r.num_slabs == 0, "after the worker's drain and a trim: %zu of %zu slabs left "
-	      "(%zu held by a thread)", r.num_slabs, before, r.active_slabs);
+	CHECK(r.num_slabs == 0, "after the worker's %s and a trim: %zu of %zu slabs left "
+	      "(%zu held by a thread)", what, r.num_slabs, before, r.active_slabs);
 	CHECK(pthread_join(t, NULL) == 0, "pthread_join");
 	slub_cache_destroy(trim_cache);
+	slub_cache_destroy(busy_cache);
 }
 
-/* ---- the same, but after the trim the worker makes only typed calls, on a second cache it
- * used before: slub_cache_alloc stops at the poke and drains the first cache's state too
- * (before 2026-12-07 a thread on the typed fastpaths kept it) ---- */
-static struct slub_cache *quiet_cache, *busy_cache;
-static atomic_int quiet_step; /* 1: the worker freed all; 2: trimmed; 3: typed calls made;
-			       * 4: checked (the worker's exit would drain it too) */
-
-static void wait_quiet(int step)
+static void case_trim_other_thread(void)
 {
-	while (atomic_load(&quiet_step) < step)
-		sched_yield();
-}
-
-static void *typed_only_worker(void *arg)
-{
-	(void)arg;
-	static void *v[TRIM_N];
-	void *b = slub_cache_alloc(busy_cache);
-	CHECK(b, "slub_cache_alloc: errno %d", errno);
-	slub_cache_free(busy_cache, b);
-	for (size_t i = 0; i < TRIM_N; i++)
-		CHECK((v[i] = slub_cache_alloc(quiet_cache)), "slub_cache_alloc: errno %d", errno);
-	for (size_t i = 0; i < TRIM_N; i++)
-		slub_cache_free(quiet_cache, v[i]);
-	atomic_store(&quiet_step, 1);
-	wait_quiet(2);
-	for (int i = 0; i < 100; i++) { /* poked: the first alloc drains */
-		b = slub_cache_alloc(busy_cache);
-		CHECK(b, "slub_cache_alloc: errno %d", errno);
-		slub_cache_free(busy_cache, b);
-	}
-	atomic_store(&quiet_step, 3);
-	wait_quiet(4);
-	return NULL;
+	trim_case(trim_worker, "malloc");
 }
 
 static void case_trim_typed_only(void)
 {
-	quiet_cache = slub_cache_create("trim-quiet", 200, 0, 0, NULL);
-	busy_cache = slub_cache_create("trim-busy", 96, 0, 0, NULL);
-	CHECK(quiet_cache && busy_cache, "slub_cache_create: errno %d", errno);
-	pthread_t t;
-	CHECK(pthread_create(&t, NULL, typed_only_worker, NULL) == 0, "pthread_create");
-	wait_quiet(1);
-	size_t before = stats_row("trim-quiet").num_slabs;
-	CHECK(before > 0, "no slabs before the trims: the case proves nothing");
-	malloc_trim(0);
-	atomic_store(&quiet_step, 2);
-	wait_quiet(3);
-	malloc_trim(0);
-	struct slub_cache_stats r = stats_row("trim-quiet");
-	atomic_store(&quiet_step, 4);
-	CHECK(r.num_slabs == 0, "after the worker's typed calls and a trim: %zu of %zu slabs left "
-	      "(%zu held by a thread)", r.num_slabs, before, r.active_slabs);
-	CHECK(pthread_join(t, NULL) == 0, "pthread_join");
-	slub_cache_destroy(quiet_cache);
-	slub_cache_destroy(busy_cache);
+	trim_case(typed_only_worker, "typed calls");
 }
 
 int main(int argc, char **argv)
