@@ -28,6 +28,10 @@
  *   own typed state under it, at exit and when a malloc_trim or a poke asks (outside its
  *   slub_cache_* calls). malloc_trim shrinks the typed caches under it too, and destroy marks
  *   a cache freeable (dead = 1) only under it: so no cache is freed while a trim shrinks it.
+ * NESTED CALLS: a typed call made inside another (a ctor's slub_cache_alloc or free, on any
+ *   cache) leaves the outer call's mark in sm_typed_in, and takes the orphan cache's way
+ *   (thread.c: locked, re-entered by its holder). So the outer call's state is never touched by
+ *   the inner one, and a destroy or a drain still sees the outer call in progress.
  * Invariants: an id is reused only after the destroyed cache that held it has lost its last
  * slab (sm_typed_gone), and its state was drained in every thread before that; the ctor runs
  * once per object, when it is carved; SLUB_ZERO caches clear each object on allocation.
@@ -80,13 +84,16 @@ static void choose_barrier(void)
 	__atomic_store_n(&use_membarrier, ok, __ATOMIC_RELEASE);
 }
 
-static inline void enter(struct cache *c)
+static inline bool enter(struct cache *c)
 {
+	if (unlikely(__atomic_load_n(&sm_typed_in, __ATOMIC_RELAXED)))
+		return false; /* nested: see NESTED CALLS above */
 	__atomic_store_n(&sm_typed_in, c, __ATOMIC_RELAXED);
 	if (use_membarrier)
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	else
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return true;
 }
 
 static inline void leave(void)
@@ -271,7 +278,7 @@ bool sm_typed_listed(struct cache *c, void *p)
 	struct tcache *tc = sm_tcp;
 	if (tc->state != T_LIVE || __atomic_load_n(&sm_typed_in, __ATOMIC_RELAXED))
 		return sm_free_listed(tc, slab_of((uintptr_t)p), p);
-	enter(c);
+	(void)enter(c); /* (not nested: tested above) */
 	bool listed = typed_listed(tc, c, p);
 	leave();
 	return listed;
@@ -353,8 +360,7 @@ static size_t alloc_n(struct cache *c, size_t n, void **out)
 		tc = sm_thread_start();
 	drain_if_asked(tc, c->id);
 	size_t got;
-	if (likely(tc->state == T_LIVE)) {
-		enter(c);
+	if (likely(tc->state == T_LIVE) && likely(enter(c))) {
 		got = take(tc, c, n, out);
 		leave();
 	} else {
@@ -391,8 +397,7 @@ static SM_COLD void free_n(struct cache *c, size_t n, void **ptrs)
 			check_object(c, ptrs[i]);
 	struct tcache *tc = sm_tcp;
 	drain_if_asked(tc, c->id);
-	if (likely(tc->state == T_LIVE)) {
-		enter(c);
+	if (likely(tc->state == T_LIVE) && likely(enter(c))) {
 		put(tc, c, n, ptrs);
 		leave();
 	} else {
@@ -425,16 +430,17 @@ static inline __attribute__((always_inline)) void *alloc_one(struct cache *c)
 	struct tcache *tc = sm_tcp;
 	unsigned id = c->id;
 	struct stack *b = &tc->typed_alloc[id];
-	enter(c);
-	void **t = b->top;
-	if (likely(serves(tc, c, id) && t > stack_floor_raw(b))) { /* (a poke stops it) */
-		b->top = --t;
-		void *p = *t;
+	if (likely(enter(c))) {
+		void **t = b->top;
+		if (likely(serves(tc, c, id) && t > stack_floor_raw(b))) { /* (a poke stops it) */
+			b->top = --t;
+			void *p = *t;
+			leave();
+			free_key_clear_at(p, c->koff);
+			return zeroed(c, p);
+		}
 		leave();
-		free_key_clear_at(p, c->koff);
-		return zeroed(c, p);
 	}
-	leave();
 	return alloc_one_slow(c);
 }
 
@@ -450,13 +456,14 @@ static inline __attribute__((always_inline)) void free_one(struct cache *c, void
 		struct tcache *tc = sm_tcp;
 		unsigned id = c->id;
 		struct stack *b = &tc->typed_free[id];
-		enter(c);
-		if (likely(serves(tc, c, id) && stack_push(b, p))) {
+		if (likely(enter(c))) {
+			if (likely(serves(tc, c, id) && stack_push(b, p))) {
+				leave();
+				free_key_set_at(p, c->koff);
+				return;
+			}
 			leave();
-			free_key_set_at(p, c->koff);
-			return;
 		}
-		leave();
 	}
 	free_one_slow(c, p); /* report, key search, flush, or a thread without a stack for c */
 }
@@ -493,7 +500,8 @@ static __attribute__((noinline)) size_t alloc_bulk(struct cache *c, size_t n, vo
 	struct tcache *tc = sm_tcp;
 	unsigned id = c->id;
 	struct stack *b = &tc->typed_alloc[id];
-	enter(c);
+	if (unlikely(!enter(c)))
+		return alloc_n(c, n, ptrs);
 	void **t = b->top;
 	if (likely(serves(tc, c, id) && (size_t)(t - b->slots) >= n &&
 		   t > stack_floor_raw(b))) { /* one copy from the top (not at a poke) */
@@ -519,17 +527,19 @@ SM_EXPORT SM_HOT size_t slub_cache_alloc_bulk(struct slub_cache *sc, size_t n, v
 		struct tcache *tc = sm_tcp;
 		unsigned id = c->id;
 		struct stack *b = &tc->typed_alloc[id];
-		enter(c);
-		void **t = b->top;
-		if (likely(serves(tc, c, id) && t > stack_floor_raw(b) && !(c->flags & SLUB_ZERO))) {
-			b->top = --t;
-			void *p = *t;
+		if (likely(enter(c))) {
+			void **t = b->top;
+			if (likely(serves(tc, c, id) && t > stack_floor_raw(b) &&
+				   !(c->flags & SLUB_ZERO))) {
+				b->top = --t;
+				void *p = *t;
+				leave();
+				free_key_clear_at(p, c->koff);
+				ptrs[0] = p;
+				return 1;
+			}
 			leave();
-			free_key_clear_at(p, c->koff);
-			ptrs[0] = p;
-			return 1;
 		}
-		leave();
 	}
 	return alloc_bulk(c, n, ptrs);
 }
@@ -540,7 +550,10 @@ static __attribute__((noinline)) void free_bulk_n(struct cache *c, size_t n, voi
 	/* runs of c's objects checked and pushed as free_bulk does (bulk.c); a pointer that
 	 * stops a run takes the general way, alone. (Only a live thread's stacks serve a cache.) */
 	unsigned id = c->id;
-	enter(c);
+	if (unlikely(!enter(c))) {
+		free_n(c, n, ptrs);
+		return;
+	}
 	if (unlikely(!serves(tc, c, id))) {
 		leave();
 		free_n(c, n, ptrs);
@@ -572,7 +585,8 @@ static inline bool free_short(struct cache *c, size_t n, void **ptrs)
 	struct tcache *tc = sm_tcp;
 	unsigned id = c->id;
 	struct stack *b = &tc->typed_free[id];
-	enter(c);
+	if (unlikely(!enter(c)))
+		return false;
 	void **t = b->top;
 	bool ok = serves(tc, c, id) && b->lim - t >= (ptrdiff_t)n &&
 		  short_run_ok(d, ptrs, n, t[-1]);

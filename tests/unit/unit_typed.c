@@ -707,11 +707,22 @@ static void trimming_ctor(void *p)
 		malloc_trim(0);
 }
 
-static void case_trim_in_ctor(void)
+/* The same ctor after a typed call of its own, on another cache: the nested call must not end
+ * the outer one's protection. */
+static struct slub_cache *inner_cache;
+static void nesting_ctor(void *p)
+{
+	void *q = slub_cache_alloc(inner_cache);
+	CHECK(q, "slub_cache_alloc in a ctor: errno %d", errno);
+	slub_cache_free(inner_cache, q);
+	trimming_ctor(p);
+}
+
+static void trim_in_ctor_with(void (*ctor)(void *))
 {
 	enum { N = 5000 };
 	static void *v[N];
-	struct slub_cache *c = slub_cache_create("trim-ctor", 64, 0, 0, trimming_ctor);
+	struct slub_cache *c = slub_cache_create("trim-ctor", 64, 0, 0, ctor);
 	CHECK(c, "slub_cache_create: errno %d", errno);
 	for (int round = 0; round < 3; round++) {
 		for (size_t i = 0; i < N; i++) {
@@ -729,6 +740,19 @@ static void case_trim_in_ctor(void)
 	CHECK(r.active_objs == 0 && r.num_slabs == 0, "all freed and trimmed: %zu objects in use, "
 	      "%zu slabs", r.active_objs, r.num_slabs);
 	slub_cache_destroy(c);
+}
+
+static void case_trim_in_ctor(void)
+{
+	trim_in_ctor_with(trimming_ctor);
+}
+
+static void case_trim_in_nested_ctor(void)
+{
+	inner_cache = slub_cache_create("trim-inner", 32, 0, 0, NULL);
+	CHECK(inner_cache, "slub_cache_create: errno %d", errno);
+	trim_in_ctor_with(nesting_ctor);
+	slub_cache_destroy(inner_cache);
 }
 
 int main(int argc, char **argv)
@@ -749,6 +773,7 @@ int main(int argc, char **argv)
 		{"ctor_exit", case_ctor_exit},
 		{"trim", case_trim},
 		{"trim_in_ctor", case_trim_in_ctor},
+		{"trim_in_nested_ctor", case_trim_in_nested_ctor},
 	};
 	int failed = run_cases(argc, argv, cases, sizeof cases / sizeof cases[0], 50);
 	failed |= rerun_without_avx2(argv);
