@@ -272,13 +272,15 @@ static bool typed_listed(struct tcache *tc, struct cache *c, void *p)
 }
 
 /* free() of an object of a typed cache with its key set: whether it is free (double free).
- * Inside a typed call (a ctor's free()) or in a thread without a cache: its slab only. */
+ * In a thread without a cache: its slab only. Inside a typed call (a ctor's free()), the
+ * thread's state is read as it is: the outer call's mark keeps drains away. */
 bool sm_typed_listed(struct cache *c, void *p)
 {
 	struct tcache *tc = sm_tcp;
-	if (tc->state != T_LIVE || __atomic_load_n(&sm_typed_in, __ATOMIC_RELAXED))
+	if (tc->state != T_LIVE)
 		return sm_free_listed(tc, slab_of((uintptr_t)p), p);
-	(void)enter(c); /* (not nested: tested above) */
+	if (!enter(c))
+		return typed_listed(tc, c, p);
 	bool listed = typed_listed(tc, c, p);
 	leave();
 	return listed;
@@ -401,6 +403,11 @@ static SM_COLD void free_n(struct cache *c, size_t n, void **ptrs)
 		put(tc, c, n, ptrs);
 		leave();
 	} else {
+		if (tc->state == T_LIVE) /* nested: the thread's stacks may hold one already */
+			for (size_t i = 0; i < n; i++)
+				if (ptrs[i] && free_key_is_set_at(ptrs[i], c->koff) &&
+				    sm_typed_listed(c, ptrs[i]))
+					sm_fatal_in("double free", ptrs[i], c);
 		put(sm_orphan_enter(), c, n, ptrs);
 		sm_orphan_leave();
 	}

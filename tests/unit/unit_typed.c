@@ -592,8 +592,43 @@ static void typed_twice(void *arg)
 	}
 }
 
+/* The object freed twice, the second time inside another cache's constructor (a nested call):
+ * the thread's own stack holds it. */
+static struct slub_cache *nest_outer, *nest_inner;
+static void *nest_victim;
+static int nest_how; /* 0: slub_cache_free, 1: free() */
+static void refreeing_ctor(void *p)
+{
+	memset(p, 0x5c, 48);
+	if (nest_victim) {
+		void *v = nest_victim;
+		nest_victim = NULL;
+		if (nest_how)
+			free(v);
+		else
+			slub_cache_free(nest_inner, v);
+	}
+}
+
+static void typed_twice_nested(void *arg)
+{
+	nest_how = *(const int *)arg;
+	nest_inner = slub_cache_create("twice-inner", 48, 0, 0, NULL);
+	nest_outer = slub_cache_create("twice-outer", 48, 0, 0, refreeing_ctor);
+	CHECK(nest_inner && nest_outer, "slub_cache_create");
+	void *v = slub_cache_alloc(nest_inner), *w = slub_cache_alloc(nest_inner);
+	CHECK(v && w, "slub_cache_alloc");
+	slub_cache_free(nest_inner, v);
+	slub_cache_free(nest_inner, w); /* v is not the stack's top */
+	nest_victim = v;
+	CHECK(slub_cache_alloc(nest_outer), "slub_cache_alloc"); /* its ctor frees v again */
+}
+
 static void case_double_free(void)
 {
+	for (int how = 0; how <= 1; how++)
+		expect_report(typed_twice_nested, &how, how ? "typed double free by free() in a ctor"
+							    : "typed double free in a ctor");
 	static const size_t lens[] = {2, 3, 8, 33};
 	for (int ctor = 0; ctor <= 1; ctor++)
 		for (int how = 0; how <= 4; how++)
