@@ -279,10 +279,10 @@ bool sm_typed_listed(struct cache *c, void *p)
 	struct tcache *tc = sm_tcp;
 	if (tc->state != T_LIVE)
 		return sm_free_listed(tc, slab_of((uintptr_t)p), p);
-	if (!enter(c))
-		return typed_listed(tc, c, p);
+	bool entered = enter(c);
 	bool listed = typed_listed(tc, c, p);
-	leave();
+	if (entered)
+		leave();
 	return listed;
 }
 
@@ -406,7 +406,7 @@ static SM_COLD void free_n(struct cache *c, size_t n, void **ptrs)
 		if (tc->state == T_LIVE) /* nested: the thread's stacks may hold one already */
 			for (size_t i = 0; i < n; i++)
 				if (ptrs[i] && free_key_is_set_at(ptrs[i], c->koff) &&
-				    sm_typed_listed(c, ptrs[i]))
+				    typed_listed(tc, c, ptrs[i]))
 					sm_fatal_in("double free", ptrs[i], c);
 		put(sm_orphan_enter(), c, n, ptrs);
 		sm_orphan_leave();
