@@ -3,7 +3,8 @@
 # requires identical stdout and exit status: python3 (PYTHONMALLOC=malloc; dicts, lists, strings,
 # json round trip), sort of a generated 200k-line file, perl (hash heavy), cc compiling a generated
 # C file of a few thousand lines (nm output + the program's output), git (init, commits, log --stat,
-# fsck, gc with fixed dates/author) and sqlite3 (20k inserts in a transaction, queries).
+# fsck, gc with fixed dates/author), sqlite3 (20k inserts in a transaction, queries), and xz and
+# zstd compressing on two threads (compressed and decompressed output's md5).
 # Each program is also run once more with SLUBMALLOC_STATS=1 and its stderr must contain the
 # library's `slubmalloc: stats` line (proof that it really ran on slubmalloc); the preloaded run
 # without stats must print no `slubmalloc:` message (those are error reports) on stderr.
@@ -289,6 +290,21 @@ if ensure_cmd sqlite3 sqlite3; then
     check sqlite3 sqlite.in "sqlite3 stats.db '.read job.sql'" -- sqlite3 test.db '.read job.sql'
 else
     skip sqlite3 "sqlite3 not installed and could not be installed"
+fi
+
+# ---------------- xz and zstd, two threads ----------------
+# Their worker threads allocate and free block buffers; the main thread frees some of them.
+if ensure_cmd xz xz-utils && ensure_cmd zstd zstd; then
+    mkdir -p mt.in
+    awk 'BEGIN { x = 777; for (i = 0; i < 300000; i++) { x = (x * 1103515245 + 12345) % 2147483648;
+                 printf "%d %s %d\n", i, substr("lorem ipsum dolor sit amet consectetur", x % 20 + 1, x % 17 + 3), x % 100003 } }' \
+        >mt.in/input.txt
+    check xz_threads mt.in "xz -T2 --block-size=1MiB -6 -c input.txt >/dev/null" -- bash -c \
+        'xz -T2 --block-size=1MiB -6 -c input.txt >c.xz && md5sum <c.xz && xz -T2 -dc c.xz | md5sum'
+    check zstd_threads mt.in "zstd -q -T2 -B1MiB -9 -c input.txt >/dev/null" -- bash -c \
+        'zstd -q -T2 -B1MiB -9 -c input.txt >c.zst && md5sum <c.zst && zstd -q -dc c.zst | md5sum'
+else
+    skip xz_zstd "xz/zstd not installed and could not be installed"
 fi
 
 echo "real_programs: $npass passed, $nfail failed, $nskip skipped"
