@@ -293,7 +293,7 @@ else
 fi
 
 # ---------------- xz and zstd, two threads ----------------
-# Their worker threads allocate and free block buffers; the main thread frees some of them.
+# Both compress with two worker threads (xz also decompresses with them): blocks of 1 MiB.
 if ensure_cmd xz xz-utils && ensure_cmd zstd zstd; then
     mkdir -p mt.in
     awk 'BEGIN { x = 777; for (i = 0; i < 300000; i++) { x = (x * 1103515245 + 12345) % 2147483648;
