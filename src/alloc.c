@@ -195,7 +195,11 @@ void sm_free_slow(void *p, unsigned form)
 		uint32_t cap = tc->state == T_LIVE && s->cls < NCLASS ? stack_cap(b) : 0;
 		if (!cap) {
 			sm_count(c, EV_FREE_REMOTE, 1);
-			free_key_set_at(p, c->koff); /* on its slab's freelist, keyed: a free again is caught */
+			/* on its slab's freelist, keyed: a free again is caught */
+			if (slab_keyed(s))
+				slab_key_set(p);
+			else
+				free_key_set_at(p, c->koff);
 			sm_free_to_slab(s, p);
 		} else {
 			if (stack_count(b) >= cap)

@@ -73,6 +73,14 @@
 #define DEPOT_MAX 512                           /* objects a class's depot holds, at most
 						 * (and 2 stacks' worth): depot.c */
 #define FLUSH_PREFETCH 8                        /* objects a flush prefetches ahead */
+/* A refill that takes a slab's whole freelist reads the slab in address order instead of
+ * walking the list (the sweep, tcache.c) when the list holds SWEEP_MIN objects or more and
+ * at least 1/SWEEP_SHARE of those carved: a walk of a list freed in random order misses once
+ * a link, and a sweep reads the carved objects at the prefetcher's pace. */
+#define SWEEP_MIN 32
+#define SWEEP_SHARE 4
+#define SWEEP_MAX 4096                          /* carved objects at most: its two bitmaps,
+						 * 1 KiB on the stack (a 64 KiB slab of 16 bytes) */
 #define FLUSH_GROUPS 64                        /* slabs a flush gathers objects for at once
 						 * (direct-mapped: frees in any order) */
 

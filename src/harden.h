@@ -18,7 +18,8 @@ void sm_keys_unzero(void *const *v, size_t n); /* their ZERO_KEYs become FREE_KE
 
 /* ---- the free key: double frees caught in the default mode ----
  * free() stores FREE_KEY in word 1 of each object it pushes on a thread stack (and a refill
- * in each object it carves), and free_bulk in each object of its runs. Every path that hands an
+ * in each object it carves), and free_bulk in each object of its runs. A size class's object on
+ * a slab's freelist carries SLAB_KEY, which has the same first byte. Every path that hands an
  * object out clears it (malloc, the slow paths, malloc_bulk). A free that
  * finds the key already there takes the slow path, which looks for the object on the
  * thread's stacks and its slab's freelist and reports a double free when it is there; else
@@ -40,6 +41,12 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the key's first byte 
  * Only allocation stacks hold such objects; a drain to the slabs rekeys them (sm_drop). */
 #define ZERO_KEY ((uint64_t)(int64_t)(int32_t)0x85ebcab9u)
 _Static_assert((uint8_t)ZERO_KEY == FREE_KEY_BYTE, "free() tests the first byte only");
+/* A size class's object on a slab's freelist carries SLAB_KEY instead: the pusher writes it
+ * beside the link, in the same line. So a refill can tell, by address, which of a slab's
+ * objects its freelist holds, and read them in address order (tcache.c's sweep). Objects in
+ * stacks keep FREE_KEY. Its first byte is FREE_KEY's too. */
+#define SLAB_KEY ((uint64_t)(int64_t)(int32_t)0xc2b2aeb9u)
+_Static_assert((uint8_t)SLAB_KEY == FREE_KEY_BYTE, "free() tests the first byte only");
 /* The key at byte offset off (a multiple of 8): 8 for the size classes, a typed cache's koff. */
 static inline bool free_key_maybe_set_at(const void *p, uint32_t off)
 {
@@ -48,7 +55,7 @@ static inline bool free_key_maybe_set_at(const void *p, uint32_t off)
 static inline bool free_key_is_set_at(const void *p, uint32_t off)
 {
 	uint64_t k = *(const uint64_t *)(const void *)((const char *)p + off);
-	return k == FREE_KEY || k == ZERO_KEY;
+	return k == FREE_KEY || k == ZERO_KEY || k == SLAB_KEY;
 }
 static inline void free_key_put_at(void *p, uint32_t off, uint64_t key)
 {
@@ -75,6 +82,17 @@ static inline void *free_key_clear(void *p)
 {
 	free_key_clear_at(p, 8);
 	return p;
+}
+/* Whether the objects on s's freelist carry SLAB_KEY: a size class's. (A typed cache's word 1
+ * may be its objects' constructed state; a debug cache's objects lie past a redzone.) */
+static inline bool slab_keyed(const struct slab *s)
+{
+	return s->cls < NCLASS && !s->cache->debug;
+}
+/* An object of a keyed slab joins a chain bound for that slab's freelist. */
+static inline void slab_key_set(void *p)
+{
+	free_key_put_at(p, 8, SLAB_KEY);
 }
 /* Whether p, about to be handed out, still reads as zero: it carries ZERO_KEY. */
 static inline bool free_key_zero(const void *p)

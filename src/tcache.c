@@ -26,7 +26,9 @@
  * When both stacks are empty, alloc_stack[c] is refilled from the active slab: its spill
  * chain, its shared freelist (take-all), then its untouched objects (carve).
  * A slab whose freelist holds every object it handed out starts over: the chain is dropped
- * unread and the objects are carved again, in address order.
+ * unread and the objects are carved again, in address order. A take-all of a large share of
+ * a slab's objects sweeps the slab instead of walking the chain (sweep): the objects come out
+ * in address order.
  * The rules for the shared words these paths change are at the top of freelist.c.
  */
 #include <string.h>
@@ -113,6 +115,75 @@ static void restart_if_all_free(const struct cache *c, struct slab *s, struct so
 	s->zero = 0; /* its objects have been used */
 }
 
+/* The chain that source's spill just took from s (take-all or freeze), in address order.
+ * A list freed in random order costs its walk a cache miss a link; the sweep reads s's carved
+ * objects one after another instead, and keeps those with SLAB_KEY (harden.h). Others may
+ * carry that key too (an object in use, by its bytes; one another thread is about to push),
+ * and a chain's object may lack it. So the chain is replaced only when the keyed objects are
+ * provably the chain: as many as it holds, its head among them, and each one's link NULL or
+ * another of them. Then the chain, walked from its head, never leaves them, and at n objects
+ * long it is all of them. Else the chain stays, and the walk checks its links as before.
+ * It reads words 0 and 1 of each object in use too, which another thread may be writing: a
+ * race by design, whose values only decide the proof. So they are volatile loads, inline, and
+ * ThreadSanitizer is told not to watch them (it would see an atomic load all the same). */
+__attribute__((no_sanitize("thread"))) static void sweep(const struct cache *c,
+							  const struct slab *s,
+							  struct source *source)
+{
+	uint32_t n = source->nspill, carved = s->carved;
+	if (n < SWEEP_MIN || (uint64_t)n * SWEEP_SHARE < carved || carved > SWEEP_MAX ||
+	    !slab_keyed(s) || c->ctor || c->fpoff)
+		return;
+	uint64_t keyed[SWEEP_MAX / 64], linked[SWEEP_MAX / 64];
+	uint32_t words = (carved + 63) / 64, k = 0, ends = 0;
+	memset(keyed, 0, words * sizeof keyed[0]);
+	memset(linked, 0, words * sizeof linked[0]);
+	uintptr_t start = (uintptr_t)s->start, size = s->size, o = start, secret = sm_g.secret;
+	for (uint32_t i = 0; i < carved; i++, o += size) {
+		const volatile uint64_t *w = (const volatile uint64_t *)o;
+		if (w[1] != SLAB_KEY)
+			continue;
+		uintptr_t next = w[0] ^ secret ^ __builtin_bswap64(o); /* fp_get at offset 0 */
+		uint32_t j = next ? slab_index(s, next) : 0;
+		if (j >= carved)
+			return; /* not a link to an object of the chain */
+		keyed[i / 64] |= 1ull << (i % 64);
+		k++;
+		if (next)
+			linked[j / 64] |= 1ull << (j % 64);
+		else
+			ends++;
+	}
+	uint32_t h = slab_index(s, (uintptr_t)source->spill);
+	if (k != n || ends != 1 || h >= carved || !(keyed[h / 64] >> (h % 64) & 1))
+		return;
+	for (uint32_t w = 0; w < words; w++)
+		if (linked[w] & ~keyed[w])
+			return;
+	uintptr_t head = 0, prev = 0;
+	for (uint32_t w = 0; w < words; w++)
+		for (uint64_t m = keyed[w]; m; m &= m - 1) {
+			uintptr_t a = start + ((uintptr_t)w * 64 + (uintptr_t)__builtin_ctzll(m)) * size;
+			if (prev)
+				fp_set((void *)prev, (void *)a, c->fpoff);
+			else
+				head = a;
+			prev = a;
+		}
+	fp_set((void *)prev, NULL, c->fpoff);
+	source->spill = (void *)head;
+	source->plain = n; /* the old chain's group records are stale: none is read */
+}
+
+/* source's spill has just taken s's whole freelist: s starts over, or the chain may go into
+ * address order. */
+static void spill_taken(const struct cache *c, struct slab *s, struct source *source)
+{
+	restart_if_all_free(c, s, source);
+	if (source->spill)
+		sweep(c, s, source);
+}
+
 int sm_second_thread; /* set when a second thread gets a cache (sm_thread_setup) */
 
 /* Put between 1 and want objects of c into out[], from one source, in this order: the spill
@@ -133,7 +204,7 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct source *source, void **
 				source->nspill = n;
 				source->plain = 0;
 				sm_count(c, EV_REFILL_TAKEALL, 1);
-				restart_if_all_free(c, s, source);
+				spill_taken(c, s, source);
 				continue;
 			}
 			if ((n = sm_slab_carve(s, out, want))) {
@@ -156,7 +227,7 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct source *source, void **
 		source->nspill = s ? n : 0;
 		source->plain = 0;
 		if (s)
-			restart_if_all_free(c, s, source);
+			spill_taken(c, s, source);
 		if (!s && !(s = sm_slab_new(c)))
 			return 0;
 		for (unsigned i = 0; i < s->pages; i++)
@@ -290,6 +361,8 @@ static inline void detached_add(struct detached *d, void *o)
 	struct slab *s = slab_of((uintptr_t)o);
 	struct group *g = detached_group(d, s);
 	fp_set(o, g->head, s->cache->fpoff);
+	if (slab_keyed(s))
+		slab_key_set(o);
 	if (!g->head)
 		g->tail = o;
 	g->head = o;
@@ -326,17 +399,22 @@ void sm_free_array(void **v, size_t n)
 			continue;
 		struct slab *s = slab_of(first);
 		uint32_t fpoff = s->cache->fpoff;
+		bool keyed = slab_keyed(s);
 		uintptr_t head = first, a;
 		void **run = at - 1;
 		/* the run: the next pointers in first's page (a NULL is in none of ours) */
 		for (; at < end && !(((a = (uintptr_t)*at) ^ first) >> SPAGE_SHIFT); at++) {
 			uintptr_t slot = a + fpoff;
 			*(uintptr_t *)slot = head ^ secret ^ __builtin_bswap64(slot);
+			if (keyed)
+				slab_key_set((void *)a);
 			head = a;
 		}
 		uint32_t k = (uint32_t)(at - run);
 		struct group *g = detached_group(&d, s);
 		fp_set((void *)first, g->head, fpoff); /* the run's tail, before the group's chain */
+		if (keyed)
+			slab_key_set((void *)first);
 		if (!g->head)
 			g->tail = (void *)first;
 		g->head = (void *)head;
