@@ -11,7 +11,7 @@
  *   before its CAS, read by the owner that takes the chain, never changed in between.
  *   A size class's pushed objects carry SLAB_KEY in word 1 (harden.h), written by the pusher
  *   with their links, before its CAS. After a take-all the owner's sweep (tcache.c) reads word 1
- *   of every carved object of the slab, those in use included, with relaxed loads. It trusts
+ *   of every carved object of the slab, those in use included, with volatile loads. It trusts
  *   no key it has not proved, and writes links only into the chain it took.
  *   Two operations change a shared freelist lock-free, so none can suffer ABA:
  *     push a chain (any thread):  {f, c} -> {head, c - n}, with tail->next = f  (sm_push_chain)

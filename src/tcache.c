@@ -140,10 +140,10 @@ __attribute__((no_sanitize("thread"))) static void sweep(const struct cache *c,
 	memset(linked, 0, words * sizeof linked[0]);
 	uintptr_t start = (uintptr_t)s->start, size = s->size, o = start, secret = sm_g.secret;
 	for (uint32_t i = 0; i < carved; i++, o += size) {
-		const volatile uint64_t *w = (const volatile uint64_t *)o;
-		if (w[1] != SLAB_KEY)
+		const volatile uint64_t *word = (const volatile uint64_t *)o;
+		if (word[1] != SLAB_KEY)
 			continue;
-		uintptr_t next = w[0] ^ secret ^ __builtin_bswap64(o); /* fp_get at offset 0 */
+		uintptr_t next = word[0] ^ secret ^ __builtin_bswap64(o); /* fp_get at offset 0 */
 		uint32_t j = next ? slab_index(s, next) : 0;
 		if (j >= carved)
 			return; /* not a link to an object of the chain */

@@ -16,6 +16,7 @@
 
 #include "check.h"
 #include "engine.h"
+#include "free_chunks.h"
 #include "freelist.h"
 #include "harden.h"
 #include "lock.h"
@@ -67,15 +68,7 @@ static void free_set(size_t size)
 		void *t = set[i];
 		set[i] = set[j], set[j] = t;
 	}
-	/* the objects are in use for their slabs: each goes back once, from here */
-	for (int i = 0; i < SET;) {
-		int n = 1 + (int)(next_rand() % 40);
-		n = n < SET - i ? n : SET - i;
-		for (int k = i; k < i + n; k++)
-			free_key_set(set[k]);
-		sm_free_array(set + i, (size_t)n);
-		i += n;
-	}
+	free_chunks(set, SET, 40, next_rand);
 }
 
 /* Records whose heads list objects of the set: read from the slabs' freelists, as take_spill

@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "engine.h"
+#include "free_chunks.h"
 #include "freelist.h"
 #include "harden.h"
 #include "region.h"
@@ -81,14 +82,7 @@ static void free_set(bool decoys)
 		void *t = set[i];
 		set[i] = set[j], set[j] = t;
 	}
-	for (int i = 0; i < SET;) { /* each object is in use for its slab: it goes back once */
-		int n = 1 + (int)(next_rand() % 64);
-		n = n < SET - i ? n : SET - i;
-		for (int k = i; k < i + n; k++)
-			free_key_set(set[k]);
-		sm_free_array(set + i, (size_t)n);
-		i += n;
-	}
+	free_chunks(set, SET, 64, next_rand);
 }
 
 /* Takes until every object of the set is back; returns the share of consecutive objects of the
