@@ -61,8 +61,7 @@ static size_t bulk_fail(size_t size, size_t got, void **ptrs)
  * run out). */
 static SM_COLD size_t take_fail(size_t got, void **ptrs)
 {
-	sm_keys_unzero(ptrs, got);
-	sm_free_array(ptrs, (uint32_t)got);
+	sm_free_array(ptrs, (uint32_t)got); /* (ZERO_KEYs become SLAB_KEYs) */
 	errno = ENOMEM;
 	return 0;
 }

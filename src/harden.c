@@ -34,13 +34,6 @@ bool sm_in_chain(const struct slab *s, void *head, uint32_t fpoff, uint64_t n, c
 	return false;
 }
 
-void sm_keys_unzero(void *const *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (free_key_zero(v[i]))
-			free_key_set_at(v[i], 8);
-}
-
 bool sm_free_listed(struct tcache *tc, struct slab *d, void *p)
 {
 	struct slab *s = d->head;

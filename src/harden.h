@@ -14,7 +14,6 @@ bool sm_free_listed(struct tcache *tc, struct slab *d, void *p); /* p (key set) 
 bool sm_in_stack(const struct stack *b, const void *p); /* p among b's objects? */
 /* Whether p is on the chain from head (links at fpoff), within n links of slab s's objects. */
 bool sm_in_chain(const struct slab *s, void *head, uint32_t fpoff, uint64_t n, const void *p);
-void sm_keys_unzero(void *const *v, size_t n); /* their ZERO_KEYs become FREE_KEYs */
 
 /* ---- the free key: double frees caught in the default mode ----
  * free() stores FREE_KEY in word 1 of each object it pushes on a thread stack (and a refill
@@ -38,7 +37,8 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the key's first byte 
 /* A carved object of a slab whose pages read as zero (struct slab's zero) carries ZERO_KEY
  * instead, until it is handed out: the rest of it is zero, so calloc skips its memset.
  * Its first byte is FREE_KEY's, so every free and free_bulk treats it as FREE_KEY.
- * Only allocation stacks hold such objects; a drain to the slabs rekeys them (sm_drop). */
+ * Only allocation stacks hold such objects; a drain to the slabs rekeys them: sm_free_array
+ * writes SLAB_KEY into each object it links. */
 #define ZERO_KEY ((uint64_t)(int64_t)(int32_t)0x85ebcab9u)
 _Static_assert((uint8_t)ZERO_KEY == FREE_KEY_BYTE, "free() tests the first byte only");
 /* A size class's object on a slab's freelist carries SLAB_KEY instead: the pusher writes it

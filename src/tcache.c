@@ -132,7 +132,7 @@ __attribute__((no_sanitize("thread"))) static void sweep(const struct cache *c,
 {
 	uint32_t n = source->nspill, carved = s->carved;
 	if (n < SWEEP_MIN || (uint64_t)n * SWEEP_SHARE < carved || carved > SWEEP_MAX ||
-	    !slab_keyed(s) || c->ctor || c->fpoff)
+	    !slab_keyed(s) || c->fpoff)
 		return;
 	uint64_t keyed[SWEEP_MAX / 64], linked[SWEEP_MAX / 64];
 	uint32_t words = (carved + 63) / 64, k = 0, ends = 0;
@@ -613,9 +613,9 @@ static void spill_back(struct source *source, const struct cache *c)
 /* Return the objects of c on the allocation stack b and the free stack f (NULL: none), its
  * spill chain and its active slab (unfrozen) to the slabs. The spill goes first: the stacks'
  * pushes would make the slab's list non-empty (spill_back).
- * A size class's allocation stack may hold carved objects with ZERO_KEY: on a freelist they get
- * links and records, so they go back with FREE_KEY. (A typed cache's word 1 may be its objects'
- * constructed state: never touched.) */
+ * A size class's allocation stack may hold carved objects with ZERO_KEY: sm_free_array writes
+ * their links and SLAB_KEY. (A typed cache's word 1 may be its objects' constructed state:
+ * never touched.) */
 void sm_drop(struct stack *b, struct stack *f, struct source *source, const struct cache *c)
 {
 	spill_back(source, c);
@@ -623,9 +623,7 @@ void sm_drop(struct stack *b, struct stack *f, struct source *source, const stru
 		sm_free_array(f->slots, stack_count(f));
 		f->top = f->slots;
 	}
-	if (c->cls < NCLASS)
-		sm_keys_unzero(b->slots, stack_count(b));
-	sm_free_array(b->slots, stack_count(b));
+	sm_free_array(b->slots, stack_count(b)); /* (ZERO_KEYs become SLAB_KEYs) */
 	b->top = b->slots;
 	if (source->active)
 		sm_slab_unfreeze(source->active);

@@ -16,8 +16,9 @@
 # on plain glibc too (not counted)`. The last line counts them with the wall time. The logs of
 # the failing runs stay in LOGDIR (default: the build dir's test-logs/cpython, as tests/run.sh
 # keeps its logs in build/test-logs). The exit status is non-zero iff something failed only
-# under the library, or the slice could not run (no module passed, on glibc either). About 3.5 min on 2 cores (2.6 min for
-# test_concurrent_futures alone, on glibc as well: its cases wait on timeouts).
+# under the library, or the slice could not run (no module passed, on glibc either). About
+# 3.5 min on 2 cores (2.6 min for test_concurrent_futures alone, on glibc as well: its cases
+# wait on timeouts).
 # Missing python3.11 or libpython3.11-testsuite is installed with apt-get when root.
 #
 # Usage: tests/cpython.sh LIB [LOGDIR]
