@@ -7,8 +7,6 @@
  *   The word is 16-byte aligned and changed only with cas16() (lock cmpxchg16b).
  *   inuse counts the objects that are not on the slab's shared freelist.
  *   While a slab is frozen, its untouched objects [carved, objects) count as in use too.
- *   A pushed chain carries group records in its objects (rec_write): written by the pusher
- *   before its CAS, read by the owner that takes the chain, never changed in between.
  *   A size class's pushed objects carry SLAB_KEY in word 1 (harden.h), written by the pusher
  *   with their links, before its CAS. After a take-all the owner's sweep (tcache.c) reads word 1
  *   of every carved object of the slab, those in use included, with volatile loads. It trusts
@@ -217,42 +215,11 @@ void sm_cache_shrink(struct cache *c)
 	}
 }
 
-/* The records of the chain head..tail of n objects, in a cache with room for room objects a
- * record (rec_room). The links were just written, so following them costs no miss. Returns the
- * last group's head when it has a record (*listed: its count), else 0: that record goes on at
- * the slab's old head, written with each CAS attempt. */
-static uintptr_t rec_write(uintptr_t head, uint32_t n, uint32_t room, uint32_t fpoff,
-			   uint32_t *listed)
-{
-	for (uintptr_t h = head; n;) {
-		uint32_t k = n - 1 < room ? n - 1 : room;
-		if (!k) {
-			rec_put(h, 2, 0);
-			return 0;
-		}
-		uintptr_t o = h;
-		for (uint32_t i = 0; i < k; i++) {
-			o = (uintptr_t)fp_get((void *)o, fpoff);
-			rec_put(h, 3 + i, o);
-		}
-		if (!(n -= 1 + k)) {
-			*listed = k;
-			return h;
-		}
-		uintptr_t next = (uintptr_t)fp_get((void *)o, fpoff);
-		rec_put(h, 2, next | k);
-		h = next;
-	}
-	return 0;
-}
-
 /* Push the chain head..tail (n objects of s, linked with fp_set) onto s's shared freelist. */
 void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n)
 {
 	struct cache *c = s->cache;
 	bool locked = false, was_full, frozen;
-	uint32_t room = rec_room(c), listed = 0;
-	uintptr_t last = room ? rec_write((uintptr_t)head, n, room, c->fpoff, &listed) : 0;
 	dword_t old = word_read(s), new;
 	for (;;) {
 		uint32_t inuse = SLAB_INUSE(old.hi);
@@ -260,8 +227,6 @@ void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n)
 			sm_fatal_in("double free (its slab has fewer objects in use than freed)",
 				    head, c);
 		fp_set(tail, (void *)old.lo, c->fpoff);
-		if (last)
-			rec_put(last, 2, old.lo | listed);
 		new.lo = (uintptr_t)head;
 		new.hi = old.hi - n;
 		frozen = old.hi & SLAB_FROZEN;
@@ -312,9 +277,9 @@ void *sm_slab_take_all(struct slab *s, uint32_t *n)
 	return (void *)old.lo;
 }
 
-/* The owner of frozen s puts back a chain it took (n objects, NULL-ended, beginning at a group
- * head, its records as the take found them) without walking it: only while s's shared freelist
- * is empty, whose end the chain's end then is. False when it is not (take it, and try again). */
+/* The owner of frozen s puts back a chain it took (n objects, NULL-ended) without walking it:
+ * only while s's shared freelist is empty, whose end the chain's end then is. False when it is
+ * not (take it, and try again). */
 bool sm_slab_put_back(struct slab *s, void *head, uint32_t n)
 {
 	dword_t old = word_read(s), new;

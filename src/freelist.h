@@ -50,26 +50,6 @@ static inline bool link_bad(uintptr_t next, uintptr_t start, uint64_t span, uint
 {
 	return next && (next - start >= span || ((next - start) * inverse) & bad_q_bits);
 }
-/* Group records (freelist.c): a push cuts its chain into groups of a head and up to rec_room
- * objects that follow it. The head's word 2 is where the chain goes on after them, with their
- * count in its low 4 bits (0: no record); words 3.. are their addresses. Encoded as links are,
- * each at its own word. Size classes of 32 bytes and more. */
-#define REC_MAX 8u
-static inline uint32_t rec_room(const struct cache *c)
-{
-	uint32_t words = c->size / 8;
-	if (c->cls >= NCLASS || c->debug || c->fpoff || words < 4)
-		return 0;
-	return words - 3 < REC_MAX ? words - 3 : REC_MAX;
-}
-static inline void rec_put(uintptr_t obj, unsigned word, uintptr_t v)
-{
-	fp_set((void *)obj, (void *)v, word * (uint32_t)sizeof(uintptr_t));
-}
-static inline uintptr_t rec_get(uintptr_t obj, unsigned word)
-{
-	return (uintptr_t)fp_get((void *)obj, word * (uint32_t)sizeof(uintptr_t));
-}
 static inline void *checked_next(struct slab *s, void *obj, uint32_t fpoff)
 {
 	uintptr_t next = (uintptr_t)fp_get(obj, fpoff);

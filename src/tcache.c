@@ -53,48 +53,23 @@
 /* Move up to n objects of a spill chain (objects of the active slab) to out[]; returns how
  * many. checked_next's checks, with the slab's fields in registers: each step's chain of
  * dependent work is the load of the link and one xor (the key, secret ^ swab(slot), comes
- * from the object's address alone).
- * A group's head with a record (freelist.c) gives the objects it lists without a load of
- * theirs: one cache miss for the group, not one per object. Those it does not list are
- * plain: walked by their links, their other words never read. */
+ * from the object's address alone). */
 static uint32_t take_spill(struct cache *c, struct source *source, void **out, uint32_t n)
 {
 	const struct slab *s = source->active;
 	uintptr_t o = (uintptr_t)source->spill, start = (uintptr_t)s->start, secret = sm_g.secret;
 	uint64_t span = (uint64_t)s->objects * s->size, inverse = s->inverse, bad_q_bits = s->bad_q_bits;
-	uint32_t fpoff = c->fpoff, k = 0, plain = source->plain, room = rec_room(c);
+	uint32_t fpoff = c->fpoff, k = 0;
 	while (o && k < n) {
-		if (room && !plain) {
-			uintptr_t w = rec_get(o, 2);
-			uint32_t listed = (uint32_t)w & 15;
-			if (unlikely(listed > room))
-				sm_bad_link(s, o);
-			if (listed && k + 1 + listed <= n) {
-				out[k++] = (void *)o;
-				for (uint32_t i = 0; i < listed; i++) {
-					uintptr_t m = rec_get(o, 3 + i);
-					if (unlikely(!m || link_bad(m, start, span, inverse, bad_q_bits)))
-						sm_bad_link(s, o);
-					out[k++] = (void *)m;
-				}
-				if (unlikely(link_bad(w & ~(uintptr_t)15, start, span, inverse, bad_q_bits)))
-					sm_bad_link(s, o);
-				o = w & ~(uintptr_t)15;
-				continue;
-			}
-			plain = listed ? 1 + listed : 0; /* no room for all: by their links */
-		}
 		out[k++] = (void *)o;
 		uintptr_t slot = o + fpoff, key = secret ^ __builtin_bswap64(slot);
 		uintptr_t next = *(const uintptr_t *)slot ^ key;
 		if (unlikely(link_bad(next, start, span, inverse, bad_q_bits)))
 			sm_bad_link(s, o);
 		o = next;
-		plain -= plain != 0;
 	}
 	source->spill = (void *)o;
 	source->nspill -= k;
-	source->plain = o ? plain : 0;
 	return k;
 }
 
@@ -172,7 +147,6 @@ __attribute__((no_sanitize("thread"))) static void sweep(const struct cache *c,
 		}
 	fp_set((void *)prev, NULL, c->fpoff);
 	source->spill = (void *)head;
-	source->plain = n; /* the old chain's group records are stale: none is read */
 }
 
 /* source's spill has just taken s's whole freelist: s starts over, or the chain may go into
@@ -202,7 +176,6 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct source *source, void **
 		if (s) {
 			if ((source->spill = sm_slab_take_all(s, &n))) {
 				source->nspill = n;
-				source->plain = 0;
 				sm_count(c, EV_REFILL_TAKEALL, 1);
 				spill_taken(c, s, source);
 				continue;
@@ -225,7 +198,6 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct source *source, void **
 		}
 		s = sm_slab_freeze_partial(c, &source->spill, &n);
 		source->nspill = s ? n : 0;
-		source->plain = 0;
 		if (s)
 			spill_taken(c, s, source);
 		if (!s && !(s = sm_slab_new(c)))
@@ -581,20 +553,13 @@ void sm_flush(struct tcache *tc, unsigned cls)
 }
 
 /* The spill chain back to the active slab s. Pushed whole where it can be, unwalked: a
- * thread's exit or a trim would otherwise follow every link, a cache miss each. A chain on a
- * shared list begins at a group head, so the members left of a group whose head was taken are
- * walked off first. What other threads pushed meanwhile is taken, and pushed after it. */
+ * thread's exit or a trim would otherwise follow every link, a cache miss each. What other
+ * threads pushed meanwhile is taken, and pushed after it. */
 static void spill_back(struct source *source, const struct cache *c)
 {
 	struct slab *s = source->active;
-	void *o = source->spill, *members = NULL, *taken[4];
+	void *o = source->spill, *taken[4];
 	uint32_t n = source->nspill, nt = 0, k;
-	for (uint32_t p = source->plain; p && o && s; p--, n--) {
-		void *next = checked_next(s, o, c->fpoff);
-		fp_set(o, members, c->fpoff);
-		members = o;
-		o = next;
-	}
 	while (o && s && nt < 4) {
 		if (sm_slab_put_back(s, o, n))
 			o = NULL;
@@ -604,10 +569,8 @@ static void spill_back(struct source *source, const struct cache *c)
 	sm_free_chain(o, c->fpoff); /* (no active slab, or a busy one: walked) */
 	for (uint32_t i = 0; i < nt; i++)
 		sm_free_chain(taken[i], c->fpoff);
-	sm_free_chain(members, c->fpoff);
 	source->spill = NULL;
 	source->nspill = 0;
-	source->plain = 0;
 }
 
 /* Return the objects of c on the allocation stack b and the free stack f (NULL: none), its

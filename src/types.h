@@ -124,8 +124,6 @@ struct source {
 	struct slab *active;  /* frozen for this thread */
 	uint32_t kf_left;     /* SLUBMALLOC_KFENCE: allocations of the class until the sampled one,
 			       * counted up to smp_mark, the allocation stack's top then (sample.c) */
-	uint32_t plain;       /* the next plain objects of spill are no group's head: their words
-			       * past the key are not read (take_spill, freelist.c) */
 	void **smp_mark;
 	int64_t pf_left;      /* SLUBMALLOC_PROF: bytes of the class until its sample; 0: not drawn
 			       * yet, -1: due (sample.c) */

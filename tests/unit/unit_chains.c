@@ -1,13 +1,11 @@
-/* unit_records.c: group records in slab freelists (freelist.c, take_spill in tcache.c).
- * For classes of 32 to 256 bytes (records of 1 to 8 objects), a set of objects goes back to
- * the slabs through sm_free_array in shuffled chunks of 1 to 40 (groups of every size, some
- * cut into several records), then comes out again through sm_fill with wants of 1 to 17
- * (records taken whole, and walked by their links when the want has no room for them).
+/* unit_chains.c: chains on slab freelists (sm_push_chain in freelist.c, take_spill in
+ * tcache.c). For classes of 32 to 256 bytes, a set of objects goes back to the slabs through
+ * sm_free_array in shuffled chunks of 1 to 40 (chains of every length, several to a slab),
+ * then comes out again through sm_fill with wants of 1 to 17 (chains cut anywhere).
  * Every object of the set must come back exactly once, intact past the words a freelist may
- * use (the link, the free key, a record), and records must list objects of the set at the
- * slabs' heads before the take.
- * Then, in a child: a head's record pointing outside its slab must stop the take with the
- * corrupted-link report, not hand the pointer out (a decoy keeps the sweep off that list). */
+ * use (the link, the free key).
+ * Then, in a child: a link pointing outside its slab must stop the take with the
+ * corrupted-link report, not hand the pointer out. */
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -71,30 +69,12 @@ static void free_set(size_t size)
 	free_chunks(set, SET, 40, next_rand);
 }
 
-/* Records whose heads list objects of the set: read from the slabs' freelists, as take_spill
- * would (the chain from each partial slab's head). */
-static unsigned records_seen(struct cache *c)
-{
-	unsigned found = 0;
-	sm_lock(&c->lock);
-	struct slab *s = c->partial;
-	for (unsigned k = 0; s && k < c->nr_partial; k++, s = s->next) {
-		uintptr_t head = (uintptr_t)s->word.lo;
-		if (head && (rec_get(head, 2) & 15) && index_of((void *)rec_get(head, 3)) >= 0)
-			found++;
-	}
-	sm_unlock(&c->lock);
-	return found;
-}
-
 static void one_class(size_t size)
 {
 	unsigned cls = sm_size_to_class(size);
 	struct cache *c = &sm_g.caches[cls];
-	CHECK(rec_room(c) >= 1, "class of %zu bytes has no room for a record", size);
 	memset(seen, 0, sizeof seen);
 	free_set(size);
-	CHECK(records_seen(c) > 0, "no freelist head of class %zu lists an object of the set", size);
 
 	struct source *src = &sm_tcp->source[cls]; /* its active slab holds some of the set */
 	void *out[32];
@@ -112,14 +92,13 @@ static void one_class(size_t size)
 			seen[i] = 1;
 			got++;
 			const unsigned char *b = out[k];
-			for (size_t j = 8 * (3 + rec_room(c)); j < size; j++)
+			for (size_t j = 16; j < size; j++)
 				CHECK(b[j] == 0xa5, "object %d changed at byte %zu", i, j);
 		}
 	}
 	CHECK(got == SET, "class %zu: %u of %d objects came back in %u taken", size, got, SET,
 	      taken);
-	printf("class %zu: %d objects back once each, %u taken, records of up to %u\n", size, SET,
-	       taken, rec_room(c));
+	printf("class %zu: %d objects back once each, %u taken\n", size, SET, taken);
 	/* a free of each, through the engine's path, as malloc would hand them out (no key) */
 	for (int i = 0; i < SET; i++)
 		free(free_key_clear(set[i]));
@@ -127,9 +106,10 @@ static void one_class(size_t size)
 		free(kept[i]);
 }
 
-/* A child frees a set, corrupts the record of one slab's head to point past its slab, and
- * takes: it must die of SIGABRT with the corrupted-link report. */
-static void corrupted_record(void)
+/* A child frees a set, corrupts the link of one slab's head to point past its slab, and
+ * takes: it must die of SIGABRT with the corrupted-link report. (The sweep, tcache.c, finds
+ * that link outside the slab too, and leaves the list to the walk.) */
+static void corrupted_link(void)
 {
 	fflush(NULL);
 	pid_t pid = fork();
@@ -141,24 +121,16 @@ static void corrupted_record(void)
 		unsigned bad = 0;
 		sm_lock(&c->lock);
 		for (struct slab *s = c->partial; s; s = s->next == c->partial ? NULL : s->next) {
-			uintptr_t head = (uintptr_t)s->word.lo;
-			if (head && (rec_get(head, 2) & 15)) {
-				rec_put(head, 3, (uintptr_t)s->start + 64 * (uintptr_t)s->objects * s->size);
+			void *head = (void *)s->word.lo;
+			if (head && fp_get(head, c->fpoff)) {
+				fp_set(head, (char *)s->start + 64 * (size_t)s->objects * s->size,
+				       c->fpoff);
 				bad++;
-				/* an object in use with the list's key and a link, as a program's
-				 * bytes might: the sweep (tcache.c) counts one object too many and
-				 * leaves the list to the walk, which reads the record */
-				for (unsigned k = 0; k < SET / 3 + 1; k++)
-					if (slab_of((uintptr_t)kept[k]) == s) {
-						fp_set(kept[k], (void *)head, c->fpoff);
-						slab_key_set(kept[k]);
-						break;
-					}
 			}
 		}
 		sm_unlock(&c->lock);
 		if (!bad)
-			_exit(3); /* no record to corrupt: the test itself is wrong */
+			_exit(3); /* no link to corrupt: the test itself is wrong */
 		void *out[32];
 		for (int i = 0; i < 2 * SET; i++)
 			sm_fill(c, sm_tcp->id, &sm_tcp->source[c->cls], out, 16);
@@ -167,8 +139,8 @@ static void corrupted_record(void)
 	int st;
 	CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
-	      "a record pointing outside its slab was not caught (status %d)", st);
-	printf("a corrupted record stops the take (SIGABRT)\n");
+	      "a link pointing outside its slab was not caught (status %d)", st);
+	printf("a corrupted link stops the take (SIGABRT)\n");
 }
 
 int main(void)
@@ -177,7 +149,7 @@ int main(void)
 	static const size_t sizes[] = {32, 48, 64, 96, 256};
 	for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
 		one_class(sizes[i]);
-	corrupted_record();
-	printf("unit_records: all checks passed\n");
+	corrupted_link();
+	printf("unit_chains: all checks passed\n");
 	return 0;
 }
