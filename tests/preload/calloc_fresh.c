@@ -2,7 +2,7 @@
  * handed out. slubmalloc skips calloc's memset for an object carved from pages that read as
  * zero and never handed out; these cases check that it never skips it for another:
  *   drained: a thread's allocation stack of carved objects goes back to the slabs (malloc_trim,
- *            thread exit), where links and records are written into them, and comes back;
+ *            thread exit), where links and keys are written into them, and comes back;
  *   restart: every object of a slab used, dirtied and freed, so that the slab starts over;
  *   dirty:   pages of freed slabs, dirty, taken by slabs of other sizes;
  *   mixed:   callocs among mallocs and frees of dirtied blocks, in one class.
@@ -34,7 +34,7 @@ static size_t count_for(size_t size)
 }
 
 /* One malloc carves a batch onto the allocation stack; malloc_trim sends it back to the slabs
- * (links and records written into the objects); then callocs take them again. */
+ * (links and keys written into the objects); then callocs take them again. */
 static void drained(void)
 {
     for (size_t s = 0; s < NSIZES; s++) {
