@@ -61,7 +61,7 @@ static void free_set(size_t size)
 		CHECK(set[i], "malloc(%zu)", size);
 		memset(set[i], 0xa5, size);
 	}
-	for (int i = SET - 1; i > 0; i--) { /* shuffled: groups of every size per slab */
+	for (int i = SET - 1; i > 0; i--) { /* shuffled: chains of every length per slab */
 		int j = (int)(next_rand() % (uint64_t)(i + 1));
 		void *t = set[i];
 		set[i] = set[j], set[j] = t;
@@ -106,9 +106,9 @@ static void one_class(size_t size)
 		free(kept[i]);
 }
 
-/* A child frees a set, corrupts the link of one slab's head to point past its slab, and
- * takes: it must die of SIGABRT with the corrupted-link report. (The sweep, tcache.c, finds
- * that link outside the slab too, and leaves the list to the walk.) */
+/* A child frees a set, points the link of each partial slab's head past its slab, and takes:
+ * it must die of SIGABRT with the corrupted-link report. (The sweep, tcache.c, finds that
+ * link outside the slab too, and leaves the list to the walk.) */
 static void corrupted_link(void)
 {
 	fflush(NULL);
