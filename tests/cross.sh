@@ -83,7 +83,7 @@ for page in 4096 16384 65536; do
 done
 qtest stress_mt 16384 max 1 "$build/tests/preload/stress_mt"
 # the rest at 16 KiB, the page of Apple's and some Ampere kernels
-for t in unit_bulk unit_bulk_mt unit_typed unit_typed_mt unit_sweep unit_pcpu_alloc unit_pcpu_counter unit_pcpu_ref; do
+for t in unit_bulk unit_bulk_mt unit_typed unit_typed_mt unit_chains unit_sweep unit_pcpu_alloc unit_pcpu_counter unit_pcpu_ref; do
     qtest "$t" 16384 max 0 "$u/$t"
 done
 qtest cxx_new 16384 max 1 "$build/tests/preload/cxx_new"
