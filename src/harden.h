@@ -84,7 +84,8 @@ static inline void *free_key_clear(void *p)
 	return p;
 }
 /* Whether the objects on s's freelist carry SLAB_KEY: a size class's. (A typed cache's word 1
- * may be its objects' constructed state; a debug cache's objects lie past a redzone.) */
+ * may be its objects' constructed state; a debug cache's objects lie past a redzone.) A keyed
+ * slab's links are at offset 0: only those two kinds of cache move fpoff. */
 static inline bool slab_keyed(const struct slab *s)
 {
 	return s->cls < NCLASS && !s->cache->debug;

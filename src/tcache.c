@@ -101,13 +101,12 @@ static void restart_if_all_free(const struct cache *c, struct slab *s, struct so
  * It reads words 0 and 1 of each object in use too, which another thread may be writing: a
  * race by design, whose values only decide the proof. So they are volatile loads, inline, and
  * ThreadSanitizer is told not to watch them (it would see an atomic load all the same). */
-__attribute__((no_sanitize("thread"))) static void sweep(const struct cache *c,
-							  const struct slab *s,
+__attribute__((no_sanitize("thread"))) static void sweep(const struct slab *s,
 							  struct source *source)
 {
 	uint32_t n = source->nspill, carved = s->carved;
 	if (n < SWEEP_MIN || (uint64_t)n * SWEEP_SHARE < carved || carved > SWEEP_MAX ||
-	    !slab_keyed(s) || c->fpoff)
+	    !slab_keyed(s))
 		return;
 	uint64_t keyed[SWEEP_MAX / 64], linked[SWEEP_MAX / 64];
 	uint32_t words = (carved + 63) / 64, k = 0, ends = 0;
@@ -140,12 +139,12 @@ __attribute__((no_sanitize("thread"))) static void sweep(const struct cache *c,
 		for (uint64_t m = keyed[w]; m; m &= m - 1) {
 			uintptr_t a = start + ((uintptr_t)w * 64 + (uintptr_t)__builtin_ctzll(m)) * size;
 			if (prev)
-				fp_set((void *)prev, (void *)a, c->fpoff);
+				fp_set((void *)prev, (void *)a, 0);
 			else
 				head = a;
 			prev = a;
 		}
-	fp_set((void *)prev, NULL, c->fpoff);
+	fp_set((void *)prev, NULL, 0);
 	source->spill = (void *)head;
 }
 
@@ -155,7 +154,7 @@ static void spill_taken(const struct cache *c, struct slab *s, struct source *so
 {
 	restart_if_all_free(c, s, source);
 	if (source->spill)
-		sweep(c, s, source);
+		sweep(s, source);
 }
 
 int sm_second_thread; /* set when a second thread gets a cache (sm_thread_setup) */
