@@ -590,8 +590,9 @@ def geomean(xs):
 
 gm, rgm, cgm = geomean(ratios), geomean(rss_ratios), geomean(cpu_ratios)
 bgm = geomean(busy_ratios)
-busy_note = "over the %d programs that allocate in their timed part (not %s): %s" % (
-    len(busy_ratios), ", ".join(n for n in IDLE if any(n == x[0] for x in spec)),
+idle_run = [n for n in IDLE if any(n == x[0] for x in spec)]
+busy_note = "over the %d programs that allocate in their timed part%s: %s" % (
+    len(busy_ratios), " (not %s)" % ", ".join(idle_run) if idle_run else "",
     "%.3f" % bgm if bgm is not None else "n/a")
 header = ["program", "score"] + allocs + ["best peer", "slubmalloc/best"]
 table = md_table(header, rows, set(range(2, len(header))) - {len(header) - 2})
