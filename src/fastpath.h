@@ -21,7 +21,8 @@
  *                 remote stack (free_stack_in, tcache.h).
  *                 -> not ours, key set, stack full, thread not set up: sm_free_slow
  *                      -> sm_flush (tcache.c): swap with an empty stack, grow, or send the
- *                         older half back (sm_free_array, one cas16 per slab); a full
+ *                         older half back (sm_free_array, one cas16 per slab; plain
+ *                         stores while the process has one thread); a full
  *                         remote stack goes back whole (sm_flush_remote).
  *   free_sized(p, n), sized delete -> sm_free_sized_fast: the same, with n <= the slab's
  *                 object size and n above half of it in the same test. Else sm_free_sized

@@ -4,7 +4,8 @@
  * THE SHARED WORD
  *   slab->word is 16 bytes: lo is the freelist head, hi the counters.
  *   The counters are inuse (bits 0-31) and frozen (bit 32).
- *   The word is 16-byte aligned and changed only with cas16() (lock cmpxchg16b).
+ *   The word is 16-byte aligned and changed only with cas16() (lock cmpxchg16b), but for
+ *   the only thread's plain pushes (below).
  *   inuse counts the objects that are not on the slab's shared freelist.
  *   While a slab is frozen, its untouched objects [carved, objects) count as in use too.
  *   A size class's pushed objects carry SLAB_KEY in word 1 (harden.h), written by the pusher
@@ -16,6 +17,8 @@
  *     take it all (the owner):    {f, c} -> {NULL, frozen | objects}        (sm_slab_take_all)
  *   The owner also puts back a chain it took, unwalked, as a push onto an empty list:
  *     {NULL, c} -> {head, c - n}, the chain's end NULL                       (sm_slab_put_back)
+ *   The only thread pushes with plain stores instead (sm_push_chain_plain, THE ONLY THREAD),
+ *   where the push changes no list: {f, c} -> {head, c - n}, lo then hi.
  *   The other CASes change only the counters:
  *     freeze a partial slab (under the cache lock);
  *     unfreeze a full slab: {NULL, frozen | objects} -> {NULL, objects};
@@ -34,6 +37,17 @@
  *   takes the cache lock before its CAS, as SLUB does. So list changes happen in the order of
  *   the CASes that decided them. Freezing from the partial list holds the lock too.
  *
+ * THE ONLY THREAD
+ *   The first thread to use the slabs is the only one until a second one comes (sm_gate).
+ *   While it is, its pushes of whole arrays (sm_free_array) need no atomic: no other thread
+ *   reads or writes a slab's word. Each such array is a plain section: plain_depth > 0.
+ *   A second thread, before its first use of a slab, sets sm_second_thread, fences, and waits
+ *   for plain_depth 0. The only thread sets plain_depth, fences, then reads sm_second_thread.
+ *   So either it sees the second thread and pushes with cas16, or the second thread waits
+ *   for its plain stores (Dekker's pattern; plain_depth's release, the waiter's acquire).
+ *   After that, no section is plain again: sm_second_thread is never cleared.
+ *   A signal handler's section inside another counts on plain_depth too.
+ *
  * WHO WRITES WHAT
  *   struct tcache: its own thread, with plain loads and stores; no atomics on the fastpath.
  *   But a stack's floor: another thread pokes it (stack_poke, a CAS setting its top bit) under
@@ -50,12 +64,13 @@
  *   thread reads it with relaxed atomics: free() picks its stack by it (free_stack_in). A
  *   stale value only keeps an object or sends it to the remote stack. Larger objects' slabs
  *   keep 0, no thread's id.
- *   sm_second_thread: relaxed atomics, set once by the second thread's setup.
+ *   sm_second_thread: relaxed atomics, set once by the second thread's gate (sm_gate).
+ *   plain_depth: the only thread, with relaxed and release stores; the gate reads it.
  *   Line 1, past the word: carved by the freezing owner; frozen_by (head) by the freezing
  *   thread, read relaxed. A stale frozen_by only picks the depot or the slab. zero (head): set
  *   by sm_pages_alloc under the page lock before the slab is published, then read and cleared
  *   by the owner only (carve, start over).
- *   slab->word: cas16 only.
+ *   slab->word: cas16 only, but for the only thread's plain pushes (THE ONLY THREAD).
  *   next, prev, on_partial, and the cache's partial and nr_*: under the cache lock. partial is
  *   also peeked without it (relaxed) and checked again under it; so is nr_empty, stored with
  *   relaxed atomics, by malloc_trim (sm_cache_shrink).
@@ -215,9 +230,50 @@ void sm_cache_shrink(struct cache *c)
 	}
 }
 
+/* ---- the only thread (see THE ONLY THREAD above) ---- */
+__thread uint8_t sm_gate_state TLS_IE; /* GATE_NONE, GATE_ONLY or GATE_SHARED */
+int sm_second_thread;           /* a second thread passed the gate (never cleared) */
+static int gate_taken;          /* a thread became the only thread */
+static int plain_depth;         /* the only thread's plain sections in progress */
+
+void sm_gate_pass(void)
+{
+	int none = 0;
+	if (__atomic_compare_exchange_n(&gate_taken, &none, 1, false, __ATOMIC_RELAXED,
+					__ATOMIC_RELAXED)) {
+		sm_gate_state = GATE_ONLY;
+		return;
+	}
+	__atomic_store_n(&sm_second_thread, 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&plain_depth, __ATOMIC_ACQUIRE))
+		cpu_relax();
+	sm_gate_state = GATE_SHARED;
+}
+
+bool sm_plain_begin(void)
+{
+	if (sm_gate_state != GATE_ONLY || __atomic_load_n(&sm_second_thread, __ATOMIC_RELAXED))
+		return false;
+	int d = __atomic_load_n(&plain_depth, __ATOMIC_RELAXED);
+	__atomic_store_n(&plain_depth, d + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (likely(!__atomic_load_n(&sm_second_thread, __ATOMIC_RELAXED)))
+		return true;
+	__atomic_store_n(&plain_depth, d, __ATOMIC_RELEASE);
+	return false;
+}
+
+void sm_plain_end(void)
+{
+	int d = __atomic_load_n(&plain_depth, __ATOMIC_RELAXED);
+	__atomic_store_n(&plain_depth, d - 1, __ATOMIC_RELEASE);
+}
+
 /* Push the chain head..tail (n objects of s, linked with fp_set) onto s's shared freelist. */
 void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n)
 {
+	sm_gate();
 	struct cache *c = s->cache;
 	bool locked = false, was_full, frozen;
 	dword_t old = word_read(s), new;
@@ -255,6 +311,21 @@ void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n)
 		slab_release(c, s);
 }
 
+/* sm_push_chain's push inside a plain section, with plain stores. false, nothing done, when
+ * the push would change s's list (full -> partial, -> empty): that takes the cache lock, which
+ * no plain section may wait for (a second thread at the gate may hold it). */
+bool sm_push_chain_plain(struct slab *s, void *head, void *tail, uint32_t n)
+{
+	dword_t old = word_read(s);
+	uint32_t inuse = SLAB_INUSE(old.hi);
+	if (inuse <= n || (!(old.hi & SLAB_FROZEN) && inuse == s->objects))
+		return false; /* (inuse < n: sm_push_chain reports the double free) */
+	fp_set(tail, (void *)old.lo, s->cache->fpoff);
+	__atomic_store_n(&s->word.lo, (uintptr_t)head, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->word.hi, old.hi - n, __ATOMIC_RELAXED);
+	return true;
+}
+
 void sm_free_to_slab(struct slab *s, void *obj)
 {
 	sm_push_chain(s, obj, obj, 1);
@@ -263,6 +334,7 @@ void sm_free_to_slab(struct slab *s, void *obj)
 /* The owner takes the whole shared freelist of its frozen slab s. */
 void *sm_slab_take_all(struct slab *s, uint32_t *n)
 {
+	sm_gate();
 	dword_t old = word_read(s), new;
 	for (;;) {
 		if (!old.lo)
@@ -282,6 +354,7 @@ void *sm_slab_take_all(struct slab *s, uint32_t *n)
  * not (take it, and try again). */
 bool sm_slab_put_back(struct slab *s, void *head, uint32_t n)
 {
+	sm_gate();
 	dword_t old = word_read(s), new;
 	for (;;) {
 		if (old.lo)
@@ -301,6 +374,7 @@ bool sm_slab_put_back(struct slab *s, void *head, uint32_t n)
  * unlisted. False when a remote free got in first (take it instead). */
 bool sm_slab_unfreeze_full(struct slab *s)
 {
+	sm_gate();
 	dword_t old = {.lo = 0, .hi = SLAB_FROZEN | s->objects};
 	dword_t new = {.lo = 0, .hi = s->objects};
 	return cas16(&s->word, &old, new);
@@ -310,6 +384,7 @@ bool sm_slab_unfreeze_full(struct slab *s)
  * freelist becomes *head, of *n objects. */
 static struct slab *freeze_listed(struct cache *c, struct slab *s, void **head, uint32_t *n)
 {
+	sm_gate();
 	partial_remove(c, s);
 	dword_t old = word_read(s), new;
 	do {
@@ -363,6 +438,7 @@ struct slab *sm_slab_freeze_fullest(struct cache *c, void **head, uint32_t *n)
 /* Hand the active slab back at thread exit: unfreeze it; it goes where its state says. */
 void sm_slab_unfreeze(struct slab *s)
 {
+	sm_gate();
 	struct cache *c = s->cache;
 	uint32_t untouched = s->objects - s->carved;
 	sm_lock(&c->lock);

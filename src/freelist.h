@@ -14,6 +14,23 @@
 
 #pragma GCC visibility push(hidden)
 
+/* The only thread (freelist.c): the first thread to use the slabs, until a second one passes
+ * the gate. A thread passes it before its first use of a slab. */
+enum { GATE_NONE, GATE_ONLY, GATE_SHARED };
+extern __thread uint8_t sm_gate_state TLS_IE;
+/* Set once a second thread passes the gate: the profiler then patches no entry, flushes split
+ * their objects by owner, and no push is plain. */
+extern int sm_second_thread;
+SM_COLD void sm_gate_pass(void);
+static inline void sm_gate(void)
+{
+	if (unlikely(sm_gate_state == GATE_NONE))
+		sm_gate_pass();
+}
+bool sm_plain_begin(void); /* true: a plain section, for the only thread; sm_plain_end ends it */
+void sm_plain_end(void);
+bool sm_push_chain_plain(struct slab *s, void *head, void *tail, uint32_t n); /* false: none */
+
 void sm_free_to_slab(struct slab *s, void *obj);  /* one object, any thread, no thread cache */
 void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n);
 void *sm_slab_take_all(struct slab *s, uint32_t *n); /* owner of frozen s; NULL if none */

@@ -157,8 +157,6 @@ static void spill_taken(const struct cache *c, struct slab *s, struct source *so
 		sweep(s, source);
 }
 
-int sm_second_thread; /* set when a second thread gets a cache (sm_thread_setup) */
-
 /* Put between 1 and want objects of c into out[], from one source, in this order: the spill
  * chain, the active slab's shared freelist (take-all; or, when that is every object the slab
  * handed out, the slab starts over), its untouched objects (carve, running the ctor on them),
@@ -353,11 +351,84 @@ void sm_free_chain(void *o, uint32_t fpoff)
 	detached_push(&d);
 }
 
-/* The pointers of an array in a row that share a page (so a slab) are chained first, the
- * chain's head in a register (sm_g.secret too: fp_set's encoding, inline), and the chain
- * joins its slab's group in one step. */
+/* A run: the pointers of an array in a row that share a page (so a slab), chained, their
+ * keys set (keyed slabs), the chain's head in a register (sm_g.secret too: fp_set's encoding,
+ * inline). Its tail is the run's first object, whose link the caller writes. */
+struct run {
+	struct slab *s;
+	uintptr_t head, tail;
+	uint32_t k, fpoff;
+};
+
+/* The run that starts at *at (not NULL); *at moves past it. */
+static inline struct run run_take(void ***at, void **end, uintptr_t secret)
+{
+	void **p = *at;
+	uintptr_t first = (uintptr_t)*p++, a, head = first;
+	struct slab *s = slab_of(first);
+	uint32_t fpoff = s->cache->fpoff;
+	bool keyed = slab_keyed(s);
+	/* the next pointers in first's page (a NULL is in none of ours) */
+	for (; p < end && !(((a = (uintptr_t)*p) ^ first) >> SPAGE_SHIFT); p++) {
+		uintptr_t slot = a + fpoff;
+		*(uintptr_t *)slot = head ^ secret ^ __builtin_bswap64(slot);
+		if (keyed)
+			slab_key_set((void *)a);
+		head = a;
+	}
+	if (keyed)
+		slab_key_set((void *)first);
+	struct run r = {.s = s, .head = head, .tail = first, .k = (uint32_t)(p - *at), .fpoff = fpoff};
+	*at = p;
+	return r;
+}
+
+/* The only thread's array (freelist.c, THE ONLY THREAD): each run straight onto its slab's
+ * freelist with plain stores, no group, no cas16. A run that changes its slab's list waits in
+ * later[] until the plain section ends: it takes the cache lock. */
+#define PLAIN_LATER 32
+static void free_array_plain(void **v, size_t n)
+{
+	struct group later[PLAIN_LATER];
+	uint32_t nl = 0;
+	uintptr_t secret = sm_g.secret;
+	for (void **at = v, **end = v + n; at < end;) {
+		if (at + FLUSH_PREFETCH < end)
+			__builtin_prefetch(at[FLUSH_PREFETCH], 1);
+		if (!*at) {
+			at++;
+			continue;
+		}
+		struct run r = run_take(&at, end, secret);
+		if (likely(sm_push_chain_plain(r.s, (void *)r.head, (void *)r.tail, r.k)))
+			continue;
+		later[nl++] = (struct group){.s = r.s, .head = (void *)r.head, .tail = (void *)r.tail, .n = r.k};
+		if (nl == PLAIN_LATER || at == end) {
+			sm_plain_end();
+			for (uint32_t i = 0; i < nl; i++)
+				sm_push_chain(later[i].s, later[i].head, later[i].tail, later[i].n);
+			nl = 0;
+			if (at < end && !sm_plain_begin()) { /* a second thread came */
+				sm_free_array(at, (size_t)(end - at));
+				return;
+			}
+			if (at == end)
+				return;
+		}
+	}
+	sm_plain_end();
+	for (uint32_t i = 0; i < nl; i++)
+		sm_push_chain(later[i].s, later[i].head, later[i].tail, later[i].n);
+}
+
+/* Return an array of objects (NULLs skipped) to their slabs: runs, gathered per slab into
+ * groups, one push each; the only thread's, plain (free_array_plain). */
 void sm_free_array(void **v, size_t n)
 {
+	if (sm_plain_begin()) {
+		free_array_plain(v, n);
+		return;
+	}
 	struct detached d;
 	d.used = 0;
 	uintptr_t secret = sm_g.secret;
@@ -365,31 +436,17 @@ void sm_free_array(void **v, size_t n)
 		/* the links go into objects long freed, most of them out of the cache by now */
 		if (at + FLUSH_PREFETCH < end)
 			__builtin_prefetch(at[FLUSH_PREFETCH], 1);
-		uintptr_t first = (uintptr_t)*at++;
-		if (!first)
+		if (!*at) {
+			at++;
 			continue;
-		struct slab *s = slab_of(first);
-		uint32_t fpoff = s->cache->fpoff;
-		bool keyed = slab_keyed(s);
-		uintptr_t head = first, a;
-		void **run = at - 1;
-		/* the run: the next pointers in first's page (a NULL is in none of ours) */
-		for (; at < end && !(((a = (uintptr_t)*at) ^ first) >> SPAGE_SHIFT); at++) {
-			uintptr_t slot = a + fpoff;
-			*(uintptr_t *)slot = head ^ secret ^ __builtin_bswap64(slot);
-			if (keyed)
-				slab_key_set((void *)a);
-			head = a;
 		}
-		uint32_t k = (uint32_t)(at - run);
-		struct group *g = detached_group(&d, s);
-		fp_set((void *)first, g->head, fpoff); /* the run's tail, before the group's chain */
-		if (keyed)
-			slab_key_set((void *)first);
+		struct run r = run_take(&at, end, secret);
+		struct group *g = detached_group(&d, r.s);
+		fp_set((void *)r.tail, g->head, r.fpoff); /* before the group's chain */
 		if (!g->head)
-			g->tail = (void *)first;
-		g->head = (void *)head;
-		g->n += k;
+			g->tail = (void *)r.tail;
+		g->head = (void *)r.head;
+		g->n += r.k;
 	}
 	detached_push(&d);
 }

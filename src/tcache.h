@@ -66,9 +66,6 @@ static inline struct stack *free_stack_of(const struct slab *s)
 	return free_stack_in(sm_tcp, s);
 }
 
-/* Set once a second thread gets a cache (thread.c): the profiler then patches no entry. */
-extern int sm_second_thread;
-
 /* Free stack cls's floor, after its slots or lim change: lim while the thread is armed for
  * sampling (sample.c), else slots. */
 static inline void sm_free_stack_floor(struct tcache *tc, unsigned cls)

@@ -29,6 +29,7 @@
 #include "platform.h"
 #include "stack.h"
 #include "stats.h"
+#include "freelist.h"
 #include "tcache.h"
 #include "thread.h"
 #include "typed.h"
@@ -119,8 +120,6 @@ static void setup(struct tcache *tc, void **blk, bool fresh)
 	static uint32_t next_id;
 	uint32_t serial = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
 	tc->id = (uint16_t)(serial % 65534 + 1);
-	if (serial && !__atomic_load_n(&sm_second_thread, __ATOMIC_RELAXED))
-		__atomic_store_n(&sm_second_thread, 1, __ATOMIC_RELAXED);
 	tc->trim_gen = __atomic_load_n(&sm_trim_gen, __ATOMIC_RELAXED);
 	tc->slow_n = 1; /* (bg_seen is 0: not quiet before the background thread's first look) */
 	for (unsigned i = 0; i < NCLASS; i++) {
@@ -264,6 +263,7 @@ void sm_thread_init(void)
 struct tcache *sm_thread_start(void)
 {
 	sm_init();
+	sm_gate(); /* before the thread's first use of a slab (freelist.c, THE ONLY THREAD) */
 	bool fresh;
 	void **blk = block_get(&fresh);
 	if (!blk) /* no memory now: the orphan serves this thread, and a later call tries again */

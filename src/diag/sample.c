@@ -53,6 +53,7 @@
 #include "report.h"
 #include "sizeclass.h"
 #include "stack.h"
+#include "freelist.h"
 #include "tcache.h"
 #include "thread.h"
 #include "types.h"
