@@ -3,6 +3,8 @@
  * Multi-threaded process: prepare takes glibc's stdio list lock, then every engine lock in
  * that order, so the child starts with each structure whole. The parent releases them; the
  * child re-initialises them, and the locks that guard only scratch buffers (statistics).
+ * Before them, prepare passes the gate of the only thread (freelist.c): a plain section has
+ * no lock, so the gate is what keeps a fork from copying a word half written.
  * Single-threaded process: nothing is taken (glibc's rule for its own malloc), so a signal
  * handler may fork, even while its thread is inside fork.
  * Invariant: fork_locked is 1 from a prepare that took the locks to its parent or child
@@ -85,6 +87,9 @@ static void fork_prepare(void)
 		fork_locked = 0;
 		return;
 	}
+	/* The only thread may be inside a plain section (freelist.c, THE ONLY THREAD) while
+	 * another thread forks: the gate waits for it, and the child gets whole words. */
+	sm_gate();
 	/* Another thread may hold a FILE's lock and wait for an engine lock inside malloc, while
 	 * a third holds the list lock (fflush(NULL)) and waits for that FILE: so the list lock
 	 * first, as glibc's fork orders it before its own malloc's locks. */

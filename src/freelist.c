@@ -46,7 +46,10 @@
  *   So either it sees the second thread and pushes with cas16, or the second thread waits
  *   for its plain stores (Dekker's pattern; plain_depth's release, the waiter's acquire).
  *   After that, no section is plain again: sm_second_thread is never cleared.
- *   A signal handler's section inside another counts on plain_depth too.
+ *   A thread that forks passes the gate first (fork.c), so no child copies a word half
+ *   written by a plain section of another thread.
+ *   A plain section takes no lock and waits for nothing, so the gate's wait is short, also
+ *   for a thread that holds a lock.
  *
  * WHO WRITES WHAT
  *   struct tcache: its own thread, with plain loads and stores; no atomics on the fastpath.

@@ -130,7 +130,7 @@ run_test layers 0 python3 tests/layers.py
 run_test linkage 0 bash tests/linkage.sh build
 
 # ---------- integration tests (under the preloaded library) ----------
-for t in api_contract cxx_new stress_mt fork fork_faults fork_stdio fork_signal stats_cancel tight_as \
+for t in api_contract cxx_new stress_mt fork fork_faults fork_stdio fork_signal fork_plain stats_cancel tight_as \
          many_large rss glibc_interpose thread_exit thread_rss init_order oom fork_load thread_churn xstress_long \
          calloc_locked calloc_fresh dirty_waves large_idle calloc_reuse; do
     run_test "$t" 1 "build/tests/preload/$t"
