@@ -83,10 +83,11 @@ for page in 4096 16384 65536; do
 done
 qtest stress_mt 16384 max 1 "$build/tests/preload/stress_mt"
 # the rest at 16 KiB, the page of Apple's and some Ampere kernels
-for t in unit_bulk unit_bulk_mt unit_typed unit_typed_mt unit_chains unit_sweep unit_pcpu_alloc unit_pcpu_counter unit_pcpu_ref; do
+for t in unit_bulk unit_bulk_mt unit_typed unit_typed_mt unit_chains unit_sweep unit_gate unit_pcpu_alloc unit_pcpu_counter unit_pcpu_ref; do
     qtest "$t" 16384 max 0 "$u/$t"
 done
 qtest cxx_new 16384 max 1 "$build/tests/preload/cxx_new"
+qtest fork_plain 16384 max 1 "$build/tests/preload/fork_plain" 20
 # an ARMv8.0 core: no LSE, so the ldaxp/stlxp CAS
 qtest unit_cas 4096 cortex-a53 0 "$u/unit_cas"
 qtest stress_mt 4096 cortex-a53 1 "$build/tests/preload/stress_mt"
