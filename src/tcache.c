@@ -360,10 +360,20 @@ struct run {
 	uint32_t k, fpoff;
 };
 
-/* The run that starts at *at (not NULL); *at moves past it. */
-static inline struct run run_take(void ***at, void **end, uintptr_t secret)
+/* The next run of [*at, end) into *r, NULLs skipped, *at moved past it; false at the end. The
+ * links go into objects long freed, most of them out of the cache by now: prefetched. */
+static inline bool run_next(void ***at, void **end, uintptr_t secret, struct run *r)
 {
 	void **p = *at;
+	for (;; p++) {
+		if (p == end)
+			return false;
+		if (p + FLUSH_PREFETCH < end)
+			__builtin_prefetch(p[FLUSH_PREFETCH], 1);
+		if (*p)
+			break;
+	}
+	void **run = p;
 	uintptr_t first = (uintptr_t)*p++, a, head = first;
 	struct slab *s = slab_of(first);
 	uint32_t fpoff = s->cache->fpoff;
@@ -378,9 +388,15 @@ static inline struct run run_take(void ***at, void **end, uintptr_t secret)
 	}
 	if (keyed)
 		slab_key_set((void *)first);
-	struct run r = {.s = s, .head = head, .tail = first, .k = (uint32_t)(p - *at), .fpoff = fpoff};
+	*r = (struct run){.s = s, .head = head, .tail = first, .k = (uint32_t)(p - run), .fpoff = fpoff};
 	*at = p;
-	return r;
+	return true;
+}
+
+static void push_groups(const struct group *g, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		sm_push_chain(g[i].s, g[i].head, g[i].tail, g[i].n);
 }
 
 /* The only thread's array (freelist.c, THE ONLY THREAD): each run straight onto its slab's
@@ -391,34 +407,24 @@ static void free_array_plain(void **v, size_t n)
 {
 	struct group later[PLAIN_LATER];
 	uint32_t nl = 0;
-	uintptr_t secret = sm_g.secret;
-	for (void **at = v, **end = v + n; at < end;) {
-		if (at + FLUSH_PREFETCH < end)
-			__builtin_prefetch(at[FLUSH_PREFETCH], 1);
-		if (!*at) {
-			at++;
-			continue;
-		}
-		struct run r = run_take(&at, end, secret);
+	void **at = v, **end = v + n;
+	struct run r;
+	while (run_next(&at, end, sm_g.secret, &r)) {
 		if (likely(sm_push_chain_plain(r.s, (void *)r.head, (void *)r.tail, r.k)))
 			continue;
 		later[nl++] = (struct group){.s = r.s, .head = (void *)r.head, .tail = (void *)r.tail, .n = r.k};
-		if (nl == PLAIN_LATER || at == end) {
+		if (nl == PLAIN_LATER) {
 			sm_plain_end();
-			for (uint32_t i = 0; i < nl; i++)
-				sm_push_chain(later[i].s, later[i].head, later[i].tail, later[i].n);
+			push_groups(later, nl);
 			nl = 0;
-			if (at < end && !sm_plain_begin()) { /* a second thread came */
+			if (!sm_plain_begin()) { /* a second thread came */
 				sm_free_array(at, (size_t)(end - at));
 				return;
 			}
-			if (at == end)
-				return;
 		}
 	}
 	sm_plain_end();
-	for (uint32_t i = 0; i < nl; i++)
-		sm_push_chain(later[i].s, later[i].head, later[i].tail, later[i].n);
+	push_groups(later, nl);
 }
 
 /* Return an array of objects (NULLs skipped) to their slabs: runs, gathered per slab into
@@ -431,16 +437,9 @@ void sm_free_array(void **v, size_t n)
 	}
 	struct detached d;
 	d.used = 0;
-	uintptr_t secret = sm_g.secret;
-	for (void **at = v, **end = v + n; at < end;) {
-		/* the links go into objects long freed, most of them out of the cache by now */
-		if (at + FLUSH_PREFETCH < end)
-			__builtin_prefetch(at[FLUSH_PREFETCH], 1);
-		if (!*at) {
-			at++;
-			continue;
-		}
-		struct run r = run_take(&at, end, secret);
+	void **at = v, **end = v + n;
+	struct run r;
+	while (run_next(&at, end, sm_g.secret, &r)) {
 		struct group *g = detached_group(&d, r.s);
 		fp_set((void *)r.tail, g->head, r.fpoff); /* before the group's chain */
 		if (!g->head)
