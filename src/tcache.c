@@ -28,7 +28,7 @@
  * A slab whose freelist holds every object it handed out starts over: the chain is dropped
  * unread and the objects are carved again, in address order. A take-all of a large share of
  * a slab's objects sweeps the slab instead of walking the chain (sweep): the objects come out
- * in address order.
+ * in address order, the first stack's worth straight into the stack, unlinked.
  * The rules for the shared words these paths change are at the top of freelist.c.
  */
 #include <string.h>
@@ -90,7 +90,9 @@ static void restart_if_all_free(const struct cache *c, struct slab *s, struct so
 	s->zero = 0; /* its objects have been used */
 }
 
-/* The chain that source's spill just took from s (take-all or freeze), in address order.
+/* The chain that source's spill just took from s (take-all or freeze), in address order:
+ * the first want objects straight into out[] (no link written or read for them), the rest
+ * linked. Returns how many went into out[] (0: the chain stays as it was).
  * A list freed in random order costs its walk a cache miss a link; the sweep reads s's carved
  * objects one after another instead, and keeps those with SLAB_KEY (harden.h). Others may
  * carry that key too (an object in use, by its bytes; one another thread is about to push),
@@ -101,13 +103,14 @@ static void restart_if_all_free(const struct cache *c, struct slab *s, struct so
  * It reads words 0 and 1 of each object in use too, which another thread may be writing: a
  * race by design, whose values only decide the proof. So they are volatile loads, inline, and
  * ThreadSanitizer is told not to watch them (it would see an atomic load all the same). */
-__attribute__((no_sanitize("thread"))) static void sweep(const struct slab *s,
-							  struct source *source)
+__attribute__((no_sanitize("thread"))) static uint32_t sweep(const struct slab *s,
+							      struct source *source, void **out,
+							      uint32_t want)
 {
 	uint32_t n = source->nspill, carved = s->carved;
 	if (n < SWEEP_MIN || (uint64_t)n * SWEEP_SHARE < carved || carved > SWEEP_MAX ||
 	    !slab_keyed(s))
-		return;
+		return 0;
 	uint64_t keyed[SWEEP_MAX / 64], linked[SWEEP_MAX / 64];
 	uint32_t words = (carved + 63) / 64, k = 0, ends = 0;
 	memset(keyed, 0, words * sizeof keyed[0]);
@@ -120,7 +123,7 @@ __attribute__((no_sanitize("thread"))) static void sweep(const struct slab *s,
 		uintptr_t next = word[0] ^ secret ^ __builtin_bswap64(o); /* fp_get at offset 0 */
 		uint32_t j = next ? slab_index(s, next) : 0;
 		if (j >= carved)
-			return; /* not a link to an object of the chain */
+			return 0; /* not a link to an object of the chain */
 		keyed[i / 64] |= 1ull << (i % 64);
 		k++;
 		if (next)
@@ -130,31 +133,39 @@ __attribute__((no_sanitize("thread"))) static void sweep(const struct slab *s,
 	}
 	uint32_t h = slab_index(s, (uintptr_t)source->spill);
 	if (k != n || ends != 1 || h >= carved || !(keyed[h / 64] >> (h % 64) & 1))
-		return;
+		return 0;
 	for (uint32_t w = 0; w < words; w++)
 		if (linked[w] & ~keyed[w])
-			return;
+			return 0;
 	uintptr_t head = 0, prev = 0;
+	uint32_t got = 0;
 	for (uint32_t w = 0; w < words; w++)
 		for (uint64_t m = keyed[w]; m; m &= m - 1) {
 			uintptr_t a = start + ((uintptr_t)w * 64 + (uintptr_t)__builtin_ctzll(m)) * size;
+			if (got < want) {
+				out[got++] = (void *)a;
+				continue;
+			}
 			if (prev)
 				fp_set((void *)prev, (void *)a, 0);
 			else
 				head = a;
 			prev = a;
 		}
-	fp_set((void *)prev, NULL, 0);
+	if (prev)
+		fp_set((void *)prev, NULL, 0);
 	source->spill = (void *)head;
+	source->nspill = n - got;
+	return got;
 }
 
 /* source's spill has just taken s's whole freelist: s starts over, or the chain may go into
- * address order. */
-static void spill_taken(const struct cache *c, struct slab *s, struct source *source)
+ * address order, its first want objects into out[]. Returns how many went there. */
+static uint32_t spill_taken(const struct cache *c, struct slab *s, struct source *source,
+			    void **out, uint32_t want)
 {
 	restart_if_all_free(c, s, source);
-	if (source->spill)
-		sweep(s, source);
+	return source->spill ? sweep(s, source, out, want) : 0;
 }
 
 /* Put between 1 and want objects of c into out[], from one source, in this order: the spill
@@ -174,7 +185,8 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct source *source, void **
 			if ((source->spill = sm_slab_take_all(s, &n))) {
 				source->nspill = n;
 				sm_count(c, EV_REFILL_TAKEALL, 1);
-				spill_taken(c, s, source);
+				if ((n = spill_taken(c, s, source, out, want)))
+					return n;
 				continue;
 			}
 			if ((n = sm_slab_carve(s, out, want))) {
@@ -195,14 +207,14 @@ uint32_t sm_fill(struct cache *c, uint16_t owner, struct source *source, void **
 		}
 		s = sm_slab_freeze_partial(c, &source->spill, &n);
 		source->nspill = s ? n : 0;
-		if (s)
-			spill_taken(c, s, source);
 		if (!s && !(s = sm_slab_new(c)))
 			return 0;
 		for (unsigned i = 0; i < s->pages; i++)
 			__atomic_store_n(&s[i].subline_owner, (uint16_t)(c->size < SUBLINE ? owner : 0), __ATOMIC_RELAXED);
 		__atomic_store_n(&s->frozen_by, owner, __ATOMIC_RELAXED);
 		source->active = s;
+		if (source->spill && (n = spill_taken(c, s, source, out, want)))
+			return n;
 	}
 }
 
