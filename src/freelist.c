@@ -314,21 +314,6 @@ void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n)
 		slab_release(c, s);
 }
 
-/* sm_push_chain's push inside a plain section, with plain stores. false, nothing done, when
- * the push would change s's list (full -> partial, -> empty): that takes the cache lock, which
- * no plain section may wait for (a second thread at the gate may hold it). */
-bool sm_push_chain_plain(struct slab *s, void *head, void *tail, uint32_t n)
-{
-	dword_t old = word_read(s);
-	uint32_t inuse = SLAB_INUSE(old.hi);
-	if (inuse <= n || (!(old.hi & SLAB_FROZEN) && inuse == s->objects))
-		return false; /* (inuse < n: sm_push_chain reports the double free) */
-	fp_set(tail, (void *)old.lo, s->cache->fpoff);
-	__atomic_store_n(&s->word.lo, (uintptr_t)head, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->word.hi, old.hi - n, __ATOMIC_RELAXED);
-	return true;
-}
-
 void sm_free_to_slab(struct slab *s, void *obj)
 {
 	sm_push_chain(s, obj, obj, 1);

@@ -29,7 +29,6 @@ static inline void sm_gate(void)
 }
 bool sm_plain_begin(void); /* true: a plain section, for the only thread; sm_plain_end ends it */
 void sm_plain_end(void);
-bool sm_push_chain_plain(struct slab *s, void *head, void *tail, uint32_t n); /* false: none */
 
 void sm_free_to_slab(struct slab *s, void *obj);  /* one object, any thread, no thread cache */
 void sm_push_chain(struct slab *s, void *head, void *tail, uint32_t n);
@@ -74,6 +73,25 @@ static inline void *checked_next(struct slab *s, void *obj, uint32_t fpoff)
 			      s->bad_q_bits)))
 		sm_bad_link(s, (uintptr_t)obj);
 	return (void *)next;
+}
+
+/* sm_push_chain's push inside a plain section (freelist.c, THE ONLY THREAD), with plain
+ * stores; fpoff is s's cache's. Inline: each run of a flush in random order is one object.
+ * false, nothing done, when the push would change s's list (full -> partial, -> empty): that
+ * takes the cache lock, which no plain section may wait for (a second thread at the gate may
+ * hold it). */
+static inline bool sm_push_chain_plain(struct slab *s, void *head, void *tail, uint32_t n,
+				       uint32_t fpoff)
+{
+	uintptr_t lo = __atomic_load_n(&s->word.lo, __ATOMIC_RELAXED);
+	uint64_t hi = __atomic_load_n(&s->word.hi, __ATOMIC_RELAXED);
+	uint32_t inuse = SLAB_INUSE(hi);
+	if (inuse <= n || (!(hi & SLAB_FROZEN) && inuse == s->objects))
+		return false; /* (inuse < n: sm_push_chain reports the double free) */
+	fp_set(tail, (void *)lo, fpoff);
+	__atomic_store_n(&s->word.lo, (uintptr_t)head, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->word.hi, hi - n, __ATOMIC_RELAXED);
+	return true;
 }
 
 #pragma GCC visibility pop

@@ -422,7 +422,7 @@ static void free_array_plain(void **v, size_t n)
 	void **at = v, **end = v + n;
 	struct run r;
 	while (run_next(&at, end, sm_g.secret, &r)) {
-		if (likely(sm_push_chain_plain(r.s, (void *)r.head, (void *)r.tail, r.k)))
+		if (likely(sm_push_chain_plain(r.s, (void *)r.head, (void *)r.tail, r.k, r.fpoff)))
 			continue;
 		later[nl++] = (struct group){.s = r.s, .head = (void *)r.head, .tail = (void *)r.tail, .n = r.k};
 		if (nl == PLAIN_LATER) {
