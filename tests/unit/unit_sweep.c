@@ -7,7 +7,10 @@
  * - Decoys: in each slab a kept object carries SLAB_KEY and a well-formed link to a free
  *   object, as a program's bytes might. The sweep must see that its keyed objects are one too
  *   many for the list and leave the list to the walk: still every object once, none kept, and
- *   no longer in address order. */
+ *   no longer in address order.
+ * - Swapped: the decoys, and in each of their slabs a free object (not the list's end) whose
+ *   key a write after its free wiped. The keyed objects are as many as the list again, and one
+ *   ends it, so only the links tell: the same outcome as with decoys. */
 #include <stdint.h>
 #include <string.h>
 
@@ -45,8 +48,9 @@ static int index_in(void *const *v, unsigned n, const void *p)
 }
 
 /* The set and the kept objects; with decoys, a kept object of each slab gets SLAB_KEY and a
- * link to an object of the set in its slab. Then the set goes back, shuffled. */
-static void free_set(bool decoys)
+ * link to an object of the set in its slab. Then the set goes back, shuffled; with wipe, an
+ * object of the set in each slab with a decoy loses its key after that. */
+static void free_set(bool decoys, bool wipe)
 {
 	nkept = 0;
 	for (int i = 0; i < SET; i++) {
@@ -60,6 +64,7 @@ static void free_set(bool decoys)
 		CHECK(set[i], "malloc(%d)", SIZE);
 	}
 	unsigned planted = 0;
+	struct slab *decoyed[SET / 7 + 1];
 	for (unsigned k = 0; decoys && k < nkept; k++) {
 		struct slab *s = slab_of((uintptr_t)kept[k]);
 		int prior = -1;
@@ -72,7 +77,7 @@ static void free_set(bool decoys)
 			if (slab_of((uintptr_t)set[i]) == s) {
 				fp_set(kept[k], set[i], s->cache->fpoff);
 				slab_key_set(kept[k]);
-				planted++;
+				decoyed[planted++] = s;
 				break;
 			}
 	}
@@ -83,6 +88,13 @@ static void free_set(bool decoys)
 		set[i] = set[j], set[j] = t;
 	}
 	free_chunks(set, SET, 64, next_rand);
+	for (unsigned d = 0; wipe && d < planted; d++) /* the second of its slab to go back: its
+						      * link is the list's tail, no end */
+		for (int i = 0, seen_one = 0; i < SET; i++)
+			if (slab_of((uintptr_t)set[i]) == decoyed[d] && seen_one++) {
+				free_key_clear(set[i]); /* word 1, on the slab's list */
+				break;
+			}
 }
 
 /* Takes until every object of the set is back; returns the share of consecutive objects of the
@@ -135,12 +147,15 @@ static unsigned take_set(const char *name)
 int main(void)
 {
 	free(malloc(1)); /* the thread's cache */
-	free_set(false);
+	free_set(false, false);
 	unsigned plain = take_set("plain");
 	CHECK(plain >= 95, "plain: %u%% ascend: the lists were walked, not swept", plain);
-	free_set(true);
+	free_set(true, false);
 	unsigned decoy = take_set("decoys");
 	CHECK(decoy <= 80, "decoys: %u%% ascend: a list with a decoy was swept", decoy);
+	free_set(true, true);
+	unsigned swapped = take_set("swapped");
+	CHECK(swapped <= 80, "swapped: %u%% ascend: a list with a decoy was swept", swapped);
 	printf("unit_sweep: all checks passed\n");
 	return 0;
 }
