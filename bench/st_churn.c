@@ -37,12 +37,19 @@ static void die_oom(size_t size)
 	exit(2);
 }
 
+/* extra: more key=value fields for the RESULT line ("" for none). */
+static void report_with(const char *name, unsigned long iters, uint64_t ns, uint64_t ticks,
+			const char *extra)
+{
+	printf("RESULT name=%s ns_per_op=%.3f cycles_per_op=%.2f iters=%lu total_ms=%.1f%s\n",
+	       name, (double)ns / (double)iters, (double)ticks / (double)iters, iters,
+	       (double)ns / 1e6, extra);
+	fflush(stdout);
+}
+
 static void report(const char *name, unsigned long iters, uint64_t ns, uint64_t ticks)
 {
-	printf("RESULT name=%s ns_per_op=%.3f cycles_per_op=%.2f iters=%lu total_ms=%.1f\n",
-	       name, (double)ns / (double)iters, (double)ticks / (double)iters, iters,
-	       (double)ns / 1e6);
-	fflush(stdout);
+	report_with(name, iters, ns, ticks, "");
 }
 
 /* (a) One op = one malloc plus one free of the next size in loop_sizes. */
@@ -171,13 +178,14 @@ static void run_burst(unsigned long iters)
 /* (d) One op = one malloc plus one free of a SCATTER_SIZE object: SCATTER_OBJECTS live objects
  * (about 10 MB), each round frees all of them in one random order (the same every round, from
  * a fixed seed), then allocates them again, each tagged. Their frees land in every slab of the
- * heap at once. */
+ * heap at once. The RESULT line adds each phase's TSC cycles an object: free_cycles (the
+ * frees, each after a read of its object) and malloc_cycles (the mallocs and their tags). */
 static void run_scatter(unsigned long iters)
 {
 	static unsigned char *obj[SCATTER_OBJECTS];
 	static uint32_t order[SCATTER_OBJECTS];
 	unsigned long rounds = iters / SCATTER_OBJECTS ? iters / SCATTER_OBJECTS : 1, bad = 0;
-	uint64_t x = 88172645463325252ull, t0 = 0, c0 = 0;
+	uint64_t x = 88172645463325252ull, t0 = 0, c0 = 0, free_ticks = 0, malloc_ticks = 0;
 	for (uint32_t i = 0; i < SCATTER_OBJECTS; i++)
 		order[i] = i;
 	for (uint32_t i = SCATTER_OBJECTS - 1; i > 0; i--) { /* Fisher-Yates, xorshift64 */
@@ -198,14 +206,20 @@ static void run_scatter(unsigned long iters)
 			t0 = now_ns();
 			c0 = read_tsc();
 		}
+		uint64_t f0 = read_tsc();
 		for (uint32_t i = 0; i < SCATTER_OBJECTS; i++) {
 			bad += !tag_ok(obj[order[i]], SCATTER_SIZE, order[i]);
 			free(obj[order[i]]);
 		}
+		uint64_t f1 = read_tsc();
 		for (uint32_t i = 0; i < SCATTER_OBJECTS; i++) {
 			if (!(obj[i] = malloc(SCATTER_SIZE)))
 				die_oom(SCATTER_SIZE);
 			tag_object(obj[i], SCATTER_SIZE, i);
+		}
+		if (r) {
+			free_ticks += f1 - f0;
+			malloc_ticks += read_tsc() - f1;
 		}
 	}
 	uint64_t c1 = read_tsc();
@@ -216,7 +230,11 @@ static void run_scatter(unsigned long iters)
 		fprintf(stderr, "st_churn: %lu corrupted objects\n", bad);
 		exit(3);
 	}
-	report("st_scatter", rounds * SCATTER_OBJECTS, t1 - t0, c1 - c0);
+	char extra[80];
+	snprintf(extra, sizeof extra, " free_cycles=%.2f malloc_cycles=%.2f",
+		 (double)free_ticks / (double)(rounds * SCATTER_OBJECTS),
+		 (double)malloc_ticks / (double)(rounds * SCATTER_OBJECTS));
+	report_with("st_scatter", rounds * SCATTER_OBJECTS, t1 - t0, c1 - c0, extra);
 }
 
 static unsigned long parse_iters(const char *arg)
